@@ -1,0 +1,33 @@
+-- create_tables: the case's base tables (idempotent).
+-- Params: none
+CREATE TABLE IF NOT EXISTS sources (
+    source_id INTEGER PRIMARY KEY,
+    label VARCHAR,                 -- the file (or the dataset folder) as given
+    format VARCHAR,
+    chosen_by VARCHAR,             -- given: --format / given: [[sources]] / sniffed: ...
+    files VARCHAR[],
+    size_bytes BIGINT,
+    sha256 VARCHAR,
+    compression VARCHAR,
+    source_tz VARCHAR,
+    served_model VARCHAR,
+    served_model_source VARCHAR,   -- server_args= line N / --served-model / assumed: ...
+    node VARCHAR,
+    role VARCHAR,
+    year INTEGER,
+    notes VARCHAR[],
+    seconds DOUBLE
+);
+CREATE TABLE IF NOT EXISTS records_text (
+    source_id INTEGER, source_line BIGINT, kind VARCHAR, reason VARCHAR,
+    request_id VARCHAR, bootstrap_room VARCHAR, ts TIMESTAMPTZ, ts_end TIMESTAMPTZ, ts_granularity_s INTEGER,
+    account_id VARCHAR, model VARCHAR, prompt_tokens BIGINT, cached_tokens BIGINT, completion_tokens BIGINT,
+    http_status INTEGER, outcome VARCHAR, finish_reason VARCHAR, role VARCHAR, node VARCHAR,
+    prefill_node VARCHAR, decode_node VARCHAR, prefill_tokens BIGINT, raw VARCHAR
+);
+CREATE TABLE IF NOT EXISTS quarantine_text (
+    source_id INTEGER, source_line BIGINT, reason VARCHAR, raw VARCHAR
+);
+CREATE TABLE IF NOT EXISTS source_counts (
+    source_id INTEGER, kind VARCHAR, reason VARCHAR, n BIGINT
+);

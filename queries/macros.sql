@@ -1,0 +1,126 @@
+-- macros: the one place where source times become UTC, and the shared parsing helpers.
+-- Params: none. Defines SQL macros used by every adapter in queries/adapters/.
+--
+-- Time rules (DESIGN.md §1, research/logformats.md §0.3):
+--   * a string with an offset (Z, +02:00, +0200, " UTC") is converted as written;
+--   * a naive string is local time in the source's zone: an IANA name (DST-aware; a time in a
+--     DST fold is ambiguous and one in a DST gap does not exist: both are refused) or a fixed
+--     offset in minutes; with neither it is refused ("naive timestamp: no source time zone");
+--   * a number (or a string of digits) is Unix time whose unit is found by magnitude:
+--     seconds, milliseconds, microseconds or nanoseconds since 1970 that land in 1990-2100;
+--     anything else is implausible and refused;
+--   * every result outside [1990-01-01, 2100-01-01) is refused.
+-- Each *_utc macro returns NULL when it refuses; the matching *_problem macro says why.
+
+-- offset of zone tz at instant u, as an INTERVAL (local minus UTC)
+CREATE OR REPLACE MACRO kvir_tz_offset(u, tz) AS timezone(tz, u) - timezone('UTC', u);
+
+-- the two UTC instants that could have shown local time t (the offsets 6 h before and after)
+CREATE OR REPLACE MACRO kvir_local_cand_a(t, tz) AS
+    timezone('UTC', t - kvir_tz_offset(timezone(tz, t) - INTERVAL 6 HOUR, tz));
+CREATE OR REPLACE MACRO kvir_local_cand_b(t, tz) AS
+    timezone('UTC', t - kvir_tz_offset(timezone(tz, t) + INTERVAL 6 HOUR, tz));
+
+CREATE OR REPLACE MACRO kvir_local_problem(t, tz, off_min) AS CASE
+    WHEN t IS NULL OR off_min IS NOT NULL THEN NULL
+    WHEN tz IS NULL THEN 'naive timestamp: no source time zone (--source-tz)'
+    WHEN timezone(tz, kvir_local_cand_a(t, tz)) = t AND timezone(tz, kvir_local_cand_b(t, tz)) = t
+         AND kvir_local_cand_a(t, tz) <> kvir_local_cand_b(t, tz)
+        THEN 'ambiguous local time (DST fold in ' || tz || ')'
+    WHEN timezone(tz, kvir_local_cand_a(t, tz)) <> t AND timezone(tz, kvir_local_cand_b(t, tz)) <> t
+        THEN 'nonexistent local time (DST gap in ' || tz || ')'
+    ELSE NULL END;
+
+CREATE OR REPLACE MACRO kvir_local_to_utc(t, tz, off_min) AS CASE
+    WHEN t IS NULL THEN NULL
+    WHEN off_min IS NOT NULL THEN timezone('UTC', t - to_minutes(CAST(off_min AS BIGINT)))
+    WHEN tz IS NULL THEN NULL
+    -- fast path: the zone's offset is the same 6 h either side, so t is neither in a fold nor a gap
+    WHEN kvir_tz_offset(timezone(tz, t) - INTERVAL 6 HOUR, tz) = kvir_tz_offset(timezone(tz, t) + INTERVAL 6 HOUR, tz)
+        THEN timezone(tz, t)
+    WHEN kvir_local_problem(t, tz, off_min) IS NOT NULL THEN NULL
+    WHEN timezone(tz, kvir_local_cand_a(t, tz)) = t THEN kvir_local_cand_a(t, tz)
+    ELSE kvir_local_cand_b(t, tz) END;
+
+-- Unix time of unknown unit -> microseconds, or NULL when no unit lands in 1990-2100.
+-- Bounds: 1990-01-01 = 631152000 s, 2100-01-01 = 4102444800 s; the unit ranges do not overlap.
+CREATE OR REPLACE MACRO kvir_epoch_us(v) AS CASE
+    WHEN v IS NULL THEN NULL
+    WHEN v >= 631152000 AND v < 4102444800 THEN CAST(round(v * 1000000) AS BIGINT)
+    WHEN v >= 631152000000 AND v < 4102444800000 THEN CAST(round(v * 1000) AS BIGINT)
+    WHEN v >= 631152000000000 AND v < 4102444800000000 THEN CAST(round(v) AS BIGINT)
+    WHEN v >= 631152000000000000 AND v < 4102444800000000000 THEN CAST(v // 1000 AS BIGINT)
+    ELSE NULL END;
+
+CREATE OR REPLACE MACRO kvir_epoch_to_utc(x) AS
+    timezone('UTC', make_timestamp(kvir_epoch_us(TRY_CAST(CAST(x AS VARCHAR) AS DECIMAL(38, 9)))));
+
+CREATE OR REPLACE MACRO kvir_epoch_problem(x) AS CASE
+    WHEN x IS NULL THEN NULL
+    WHEN TRY_CAST(CAST(x AS VARCHAR) AS DECIMAL(38, 9)) IS NULL THEN 'epoch time is not a number: ' || left(CAST(x AS VARCHAR), 40)
+    WHEN kvir_epoch_us(TRY_CAST(CAST(x AS VARCHAR) AS DECIMAL(38, 9))) IS NULL
+        THEN 'implausible epoch time (no unit s/ms/us/ns lands in 1990-2100): ' || left(CAST(x AS VARCHAR), 40)
+    ELSE NULL END;
+
+-- Which kind of time string: 'offset' (carries its zone), 'naive', 'epoch' (digits), or NULL.
+CREATE OR REPLACE MACRO kvir_ts_kind(s) AS CASE
+    WHEN s IS NULL THEN NULL
+    WHEN regexp_full_match(trim(s), '-?[0-9]+(\.[0-9]+)?') THEN 'epoch'
+    WHEN regexp_full_match(trim(s), '[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?')
+        THEN 'naive'
+    WHEN regexp_full_match(trim(s), '[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?\s*(Z|z|UTC|GMT|[+-][0-9]{2}(:?[0-9]{2})?)')
+        THEN 'offset'
+    ELSE 'unknown' END;
+
+CREATE OR REPLACE MACRO kvir_in_range(u) AS
+    u >= TIMESTAMPTZ '1990-01-01 00:00:00+00' AND u < TIMESTAMPTZ '2100-01-01 00:00:00+00';
+
+-- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused.
+CREATE OR REPLACE MACRO kvir_parse_ts(s, tz, off_min) AS CASE kvir_ts_kind(s)
+    WHEN 'offset' THEN TRY_CAST(regexp_replace(trim(s), '\s*(UTC|GMT)$', '+00:00') AS TIMESTAMPTZ)
+    WHEN 'naive' THEN kvir_local_to_utc(TRY_CAST(trim(s) AS TIMESTAMP), tz, off_min)
+    WHEN 'epoch' THEN kvir_epoch_to_utc(trim(s))
+    ELSE NULL END;
+
+-- Why kvir_parse_ts refused s (call only where it returned NULL or out of range).
+CREATE OR REPLACE MACRO kvir_ts_problem(s, u, tz, off_min) AS CASE
+    WHEN s IS NULL THEN 'missing timestamp'
+    WHEN kvir_ts_kind(s) = 'unknown' THEN 'unparseable timestamp: ' || left(s, 40)
+    WHEN kvir_ts_kind(s) = 'epoch' AND u IS NULL THEN kvir_epoch_problem(trim(s))
+    WHEN kvir_ts_kind(s) = 'naive' AND TRY_CAST(trim(s) AS TIMESTAMP) IS NULL THEN 'unparseable timestamp: ' || left(s, 40)
+    WHEN kvir_ts_kind(s) = 'naive' AND u IS NULL THEN kvir_local_problem(TRY_CAST(trim(s) AS TIMESTAMP), tz, off_min)
+    WHEN u IS NULL THEN 'unparseable timestamp: ' || left(s, 40)
+    WHEN NOT kvir_in_range(u) THEN 'timestamp outside 1990-2100: ' || left(s, 40)
+    ELSE NULL END;
+
+-- A count that must be a non-negative integer: accepts 681281, "681281", 681281.0; NULL otherwise.
+CREATE OR REPLACE MACRO kvir_count(x) AS CASE
+    WHEN TRY_CAST(x AS DOUBLE) IS NULL THEN NULL
+    WHEN TRY_CAST(x AS DOUBLE) < 0 OR TRY_CAST(x AS DOUBLE) <> floor(TRY_CAST(x AS DOUBLE)) THEN NULL
+    WHEN TRY_CAST(x AS DOUBLE) > 9.0e15 THEN NULL
+    ELSE CAST(TRY_CAST(x AS DOUBLE) AS BIGINT) END;
+
+-- Non-empty trimmed text or NULL.
+CREATE OR REPLACE MACRO kvir_text(x) AS nullif(trim(CAST(x AS VARCHAR)), '');
+
+-- Outcome of a request from the HTTP status the client got.
+CREATE OR REPLACE MACRO kvir_outcome_from_status(st) AS CASE
+    WHEN st IS NULL THEN NULL
+    WHEN st >= 200 AND st < 300 THEN 'served'
+    WHEN st = 499 OR st = 0 THEN 'aborted'        -- client closed the connection (nginx 499, Envoy 0)
+    WHEN st >= 400 AND st < 500 THEN 'rejected'
+    WHEN st >= 500 THEN 'failed'
+    ELSE NULL END;
+
+-- Outcome from an SGLang finish_reason: stop/length = served (HTTP 200); abort carries its status_code
+-- (400 = rejected by validation, 5xx = transfer/engine failure, none = client abort).
+CREATE OR REPLACE MACRO kvir_sglang_outcome(ftype, status_code) AS CASE
+    WHEN ftype IN ('stop', 'length') THEN 'served'
+    WHEN ftype = 'abort' AND status_code IS NOT NULL THEN kvir_outcome_from_status(status_code)
+    WHEN ftype = 'abort' THEN 'aborted'
+    ELSE NULL END;
+
+CREATE OR REPLACE MACRO kvir_sglang_status(ftype, status_code) AS CASE
+    WHEN ftype IN ('stop', 'length') THEN 200
+    WHEN ftype = 'abort' THEN status_code
+    ELSE NULL END;

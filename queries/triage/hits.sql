@@ -1,0 +1,44 @@
+-- hits: every request of the incident's model inside the window that either rule flags, or that no
+-- rule can decide (prompt length unknown), with its category. Small: the 10^8-row scan ends here.
+-- Params: $models, $window_start, $window_end, $pool_tokens, $engine_limit, $rule
+--
+-- Model: exact match with one of the incident's aliases (glm-5.3-air is another model).
+-- Window: inclusive at both ends. Rules: public = prompt_tokens > pool_tokens; engine = prompt_tokens
+-- >= min(context-1, pool-1) - 5 (SGLang's max_req_input_len, whose test is >=).
+-- Categories, under the chosen rule:
+--   affected     the rule holds and the client got a served response (HTTP 2xx, finish stop/length)
+--   rejected     the rule holds and the engine refused it (HTTP 4xx / abort with 400): correct behaviour
+--   failed       the rule holds and the request failed (HTTP 5xx, e.g. a transfer failure)
+--   aborted      the rule holds and the client went away (abort without a status, HTTP 499)
+--   undecidable  a needed field is missing: the prompt length, or the outcome when the rule holds
+--   other-rule   only the other rule holds (reported so the two thresholds can be compared)
+CREATE OR REPLACE TABLE triage_hits AS
+WITH scoped AS (
+    SELECT r.*,
+        r.prompt_tokens > $pool_tokens AS public_hit,
+        r.prompt_tokens >= $engine_limit AS engine_hit
+    FROM requests AS r
+    WHERE list_contains($models, r.model)
+      AND r.ts >= $window_start AND r.ts <= $window_end
+      AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= least($engine_limit, $pool_tokens + 1))
+),
+judged AS (
+    SELECT s.*,
+        CASE WHEN $rule = 'public' THEN s.public_hit ELSE s.engine_hit END AS hit,
+        CASE WHEN $rule = 'public' THEN s.engine_hit ELSE s.public_hit END AS other_hit
+    FROM scoped AS s
+)
+SELECT j.*,
+    CASE
+        WHEN j.prompt_tokens IS NULL THEN 'undecidable'
+        WHEN NOT j.hit THEN 'other-rule'
+        WHEN j.outcome = 'served' THEN 'affected'
+        WHEN j.outcome = 'rejected' THEN 'rejected'
+        WHEN j.outcome = 'failed' THEN 'failed'
+        WHEN j.outcome = 'aborted' THEN 'aborted'
+        ELSE 'undecidable' END AS category,
+    CASE
+        WHEN j.prompt_tokens IS NULL THEN 'prompt length unknown'
+        WHEN j.hit AND j.outcome IS NULL THEN 'outcome unknown (no HTTP status or finish reason)'
+    END AS undecidable_reason
+FROM judged AS j;

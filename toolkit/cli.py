@@ -1,0 +1,104 @@
+"""The `kvir` command line: each command is a thin wrapper over a plain function of the Python API.
+
+Progress and summaries go to stderr; machine output (--json) goes to stdout; results go to files.
+Errors a user can fix exit with status 2 and one line naming the file, line or key.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from . import __version__
+from .errors import KvirError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+                  help="Respond to and disclose KV-cache exposure incidents in LLM serving.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kvir {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    pass
+
+
+def _fail(e: Exception) -> None:
+    from .progress import stderr
+
+    stderr.print(f"[bold red]kvir:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(code=2)
+
+
+@app.command()
+def init(path: Annotated[Path, typer.Argument(help="Where to write the template.")] = Path("incident.toml"),
+         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False) -> None:
+    """Write a commented incident.toml template."""
+    from .spec import TEMPLATE
+
+    if path.exists() and not force:
+        _fail(KvirError("already exists (use --force to overwrite)", path=str(path)))
+    path.write_text(TEMPLATE)
+    typer.echo(str(path))
+
+
+@app.command()
+def triage(
+    paths: Annotated[Optional[list[str]], typer.Argument(help="Log files, folders or globs (default: [[sources]] in the spec).")] = None,
+    incident: Annotated[Path, typer.Option("--incident", "-i", help="The incident spec (incident.toml).")] = Path("incident.toml"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="The case folder to create or overwrite.")] = Path("case"),
+    format: Annotated[str, typer.Option("--format", "-f", help="auto, or a name from `kvir formats`.")] = "auto",
+    source_tz: Annotated[Optional[str], typer.Option("--source-tz", help="Zone of naive timestamps: IANA name or +HH:MM.")] = None,
+    served_model: Annotated[Optional[str], typer.Option("--served-model", help="Model served by engine logs without a server_args= line.")] = None,
+    year: Annotated[Optional[int], typer.Option("--year", help="Year for year-less timestamps (vLLM).")] = None,
+    max_bad_lines: Annotated[Optional[int], typer.Option("--max-bad-lines", help="Fail when more records than this are quarantined.")] = None,
+    keep_raw: Annotated[bool, typer.Option("--keep-raw", help="Keep the raw text of quarantined lines (may hold prompts).")] = False,
+    no_hash: Annotated[bool, typer.Option("--no-hash", help="Skip SHA-256 of inputs (recorded as null).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables on stderr.")] = False,
+    memory_limit: Annotated[Optional[str], typer.Option("--memory-limit", help="DuckDB memory limit, e.g. 4GB.")] = None,
+) -> None:
+    """Find the affected responses, the accounts and the nodes behind them."""
+    from .summary import print_triage
+    from .triage import triage as run_triage
+
+    try:
+        result = run_triage(incident, paths or [], out=out, format=format, source_tz=source_tz,
+                            served_model=served_model, year=year, max_bad_lines=max_bad_lines,
+                            keep_raw=keep_raw, hash_inputs=not no_hash, progress=not quiet,
+                            memory_limit=memory_limit)
+    except KvirError as e:
+        _fail(e)
+        return
+    if not quiet:
+        print_triage(result)
+    if as_json:
+        typer.echo(json.dumps(result.as_json(), indent=2, default=str))
+
+
+@app.command()
+def formats() -> None:
+    """List every log format kvir reads, with what each needs."""
+    from .summary import print_formats
+
+    print_formats()
+
+
+def main() -> None:
+    try:
+        app()
+    except KvirError as e:  # pragma: no cover - commands catch their own
+        print(f"kvir: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""Errors a responder can act on: each names the file, line or key it is about."""
+from __future__ import annotations
+
+
+class KvirError(Exception):
+    """A user-facing error. The CLI prints it without a traceback and exits with status 2."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 key: str | None = None, hint: str | None = None):
+        self.message, self.path, self.line, self.key, self.hint = message, path, line, key, hint
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path:
+            where = f"{self.path}:{self.line}: " if self.line else f"{self.path}: "
+        key = f"[{self.key}] " if self.key else ""
+        hint = f" ({self.hint})" if self.hint else ""
+        return f"{where}{key}{self.message}{hint}"
+
+
+class SpecError(KvirError):
+    """incident.toml is missing a key or holds a value of the wrong kind."""
+
+
+class InputError(KvirError):
+    """An input path, format or option cannot be used."""
+
+
+class TooManyBadLines(KvirError):
+    """More quarantined records than --max-bad-lines allows."""

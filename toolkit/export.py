@@ -1,0 +1,58 @@
+"""Exports of case tables: Parquet as is; CSV safe to open in a spreadsheet.
+
+CSV cells that start with = + - @ (or a tab / carriage return) are prefixed with a single quote so a
+spreadsheet shows them as text instead of running them as formulas (OWASP CSV injection): a log-derived
+account id or model name is attacker-controlled. Timestamps are written as UTC ISO-8601 with a Z.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+# Defined here (not in macros.sql) so exports also work on a read-only case.
+_SAFE = ("CASE WHEN {c} IS NULL THEN NULL WHEN left({c}, 1) IN ('=', '+', '-', '@', chr(9), chr(13)) "
+         "THEN '''' || {c} ELSE {c} END")
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def csv_select(con: duckdb.DuckDBPyConnection, table: str, columns: list[str] | None = None) -> str:
+    """A SELECT over `table` (a kvir table name) rendering every column CSV-safe."""
+    desc = con.execute(f"DESCRIBE {_quote(table)}").fetchall()
+    types = {r[0]: r[1] for r in desc}
+    cols = columns or [r[0] for r in desc]
+    parts = []
+    for c in cols:
+        q, t = _quote(c), types[c]
+        if t.startswith("TIMESTAMP WITH TIME ZONE"):
+            expr = f"strftime(timezone('UTC', {q}), '%Y-%m-%dT%H:%M:%S.%fZ')"
+        elif t.startswith("TIMESTAMP"):
+            expr = f"strftime({q}, '%Y-%m-%dT%H:%M:%S.%f')"
+        elif t.endswith("[]"):
+            expr = _SAFE.format(c=f"array_to_string({q}, ';')")
+        elif t in ("VARCHAR", "JSON") or t.startswith("STRUCT") or t.startswith("MAP"):
+            expr = _SAFE.format(c=f"CAST({q} AS VARCHAR)")
+        else:
+            expr = q
+        parts.append(f"{expr} AS {q}")
+    return f"SELECT {', '.join(parts)} FROM {_quote(table)}"
+
+
+def write_csv(con: duckdb.DuckDBPyConnection, table: str, path: Path, columns: list[str] | None = None) -> Path:
+    con.execute(f"COPY ({csv_select(con, table, columns)}) TO $p (FORMAT csv, HEADER true)", {"p": str(path)})
+    return path
+
+
+def write_parquet(con: duckdb.DuckDBPyConnection, select_sql: str, path: Path) -> Path:
+    con.execute(f"COPY ({select_sql}) TO $p (FORMAT parquet, COMPRESSION zstd)", {"p": str(path)})
+    return path
+
+
+def neutralise_cell(value: str) -> str:
+    """The same rule in Python, for CSVs written without DuckDB (reports)."""
+    if value and value[0] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value

@@ -1,0 +1,583 @@
+"""Normalise every input once into the case: sources -> records (+ quarantine) -> requests.
+
+    sources      one row per input (a file, or a Parquet dataset): format, how it was chosen, time zone,
+                 served model, node, role, size, SHA-256, and read = parsed + quarantined counts
+    records      one row per request record any source holds (text inputs are parsed once into the
+                 table records_text; Parquet inputs stay in place behind views records_srcN)
+    quarantine   every record that could not be normalised: source, line, reason (raw text only with
+                 keep_raw)
+    source_counts  per source, kind (request | skip | bad) and reason: nothing is dropped unaccounted
+    requests     one row per request as served (PD prefill/decode copies and the same request seen by
+                 several sources merged; see queries/case/requests_merged.sql)
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import formats as fmts
+from .case import Case
+from .errors import InputError
+from .formats import FORMATS, RECORD_COLUMN_NAMES, RECORD_COLUMNS, Format
+from .lines import DEFAULT_MAX_LINE_BYTES, compression_of, head_lines, line_reader
+from .progress import ByteCounter, Reporter
+from .spec import MAPPABLE_FIELDS, IncidentSpec, SourceSpec
+from .timezones import SourceTz, parse_source_tz
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+_TIME_FIELDS = ("ts", "ts_end")
+
+
+@dataclass
+class Source:
+    source_id: int
+    paths: list[Path]
+    label: str
+    format: Format
+    chosen_by: str
+    tz: SourceTz | None = None
+    served_model: str | None = None
+    served_model_source: str = ""
+    node: str | None = None
+    role: str | None = None
+    year: int | None = None
+    columns: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def is_view(self) -> bool:
+        return self.format.reader == "parquet-mapped"
+
+
+@dataclass
+class IngestOptions:
+    format: str = "auto"
+    source_tz: str | None = None
+    served_model: str | None = None
+    year: int | None = None
+    keep_raw: bool = False
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    hash_inputs: bool = True
+
+
+# ----------------------------------------------------------------------------------------- resolving
+
+def resolve_paths(paths: list[str | Path], spec: IncidentSpec | None) -> list[tuple[Path, Path]]:
+    """(file, the argument it came from). Folders are walked; globs expanded; a path that matches
+    nothing is an error naming it. With no paths, the spec's [[sources]] paths are used."""
+    args: list[tuple[str, Path]] = []
+    if paths:
+        args = [(str(p), Path.cwd()) for p in paths]
+    elif spec is not None and spec.sources:
+        args = [(s.path, spec.base_dir) for s in spec.sources]
+    if not args:
+        raise InputError("no input paths given (pass files, folders or globs, or list [[sources]] in incident.toml)")
+    out: list[tuple[Path, Path]] = []
+    for text, base in args:
+        p = Path(text) if Path(text).is_absolute() else base / text
+        if _GLOB_CHARS.search(text):
+            hits = sorted(Path(h) for h in glob.glob(str(p), recursive=True) if Path(h).is_file())
+            if not hits:
+                raise InputError("glob matches no files", path=text)
+            out += [(h, p) for h in hits]
+        elif p.is_dir():
+            hits = sorted(f for f in p.rglob("*") if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts))
+            if not hits:
+                raise InputError("folder holds no files", path=text)
+            out += [(h, p) for h in hits]
+        elif p.is_file():
+            out.append((p, p))
+        elif p.exists():
+            raise InputError("not a regular file or folder", path=text)
+        else:
+            raise InputError("no such file or folder", path=text)
+    seen: set[Path] = set()
+    unique = []
+    for f, a in out:
+        r = f.resolve()
+        if r not in seen:
+            seen.add(r)
+            unique.append((f, a))
+    return unique
+
+
+def _spec_source_for(path: Path, spec: IncidentSpec | None) -> SourceSpec | None:
+    if spec is None:
+        return None
+    r = path.resolve()
+    for s in spec.sources:
+        pattern = s.path if Path(s.path).is_absolute() else str(spec.base_dir / s.path)
+        matches = {Path(h).resolve() for h in glob.glob(pattern, recursive=True)}
+        if Path(pattern).is_dir():
+            if r.is_relative_to(Path(pattern).resolve()):
+                return s
+        if r in matches:
+            return s
+    return None
+
+
+def is_parquet(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+def sniff(path: Path) -> tuple[Format, str]:
+    """Choose a format from content (and the file name where that is the convention)."""
+    if is_parquet(path):
+        return FORMATS["generic-parquet"], "sniffed: Parquet magic bytes"
+    try:
+        head = head_lines(path)
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", path=str(path)) from None
+    except EOFError:
+        raise InputError("truncated compressed file", path=str(path)) from None
+    scores = []
+    for f in FORMATS.values():
+        if f.sniff is None:
+            continue
+        try:
+            s = f.sniff(path, head)
+        except Exception:  # a sniffer must never take triage down; it just does not match
+            s = 0
+        if s > 0:
+            scores.append((s, f.name))
+    tried = ", ".join(sorted(n for n, f in FORMATS.items() if f.sniff))
+    if not scores:
+        raise InputError(f"matches no known format (tried: {tried})", path=str(path),
+                         hint="give --format NAME, or a [[sources]] entry with format and columns")
+    scores.sort(reverse=True)
+    best_score, best = scores[0]
+    if best_score < 50 and FORMATS[best].needs == ("columns",):
+        return FORMATS[best], f"sniffed by file name ({best}); needs a column mapping"
+    return FORMATS[best], f"sniffed: {best} (score {best_score}; tried: {tried})"
+
+
+_SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)")
+
+
+def _server_args(path: Path) -> tuple[str | None, str | None, int | None]:
+    """(served model, disaggregation role, line) from an SGLang `server_args=ServerArgs(...)` line, if any
+    within the first MiB (the engine prints it once at start-up)."""
+    for i, line in enumerate(head_lines(path, max_lines=5000, max_bytes=1 << 20), 1):
+        m = _SERVER_ARGS.search(line)
+        if not m:
+            continue
+        args = m.group(1)
+        served = re.search(r"\bserved_model_name='([^']*)'", args)
+        model_path = re.search(r"\bmodel_path='([^']*)'", args)
+        mode = re.search(r"\bdisaggregation_mode='(prefill|decode|null)'", args)
+        role = {"prefill": "prefill", "decode": "decode", "null": "mixed"}.get(mode.group(1)) if mode else None
+        model = served.group(1) if served else (model_path.group(1) if model_path else None)
+        return model, role, i
+    return None, None, None
+
+
+def _node_from_name(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".zst", ".zstd", ".log", ".jsonl", ".ndjson", ".json", ".txt", ".csv", ".parquet"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name
+
+
+def _role_from_name(path: Path) -> str | None:
+    n = path.name.lower()
+    if "prefill" in n:
+        return "prefill"
+    if "decode" in n:
+        return "decode"
+    return None
+
+
+def plan_sources(paths: list[str | Path], spec: IncidentSpec | None, opts: IngestOptions) -> list[Source]:
+    """Decide, per input, its format and settings; refuse what cannot be read correctly."""
+    files = resolve_paths(paths, spec)
+    groups: dict[tuple, list[Path]] = {}
+    planned: dict[tuple, tuple[Format, str, SourceSpec | None]] = {}
+    for f, arg in files:
+        ss = _spec_source_for(f, spec)
+        if opts.format and opts.format != "auto":
+            fmt, how = fmts.get(opts.format), "given: --format"
+        elif ss is not None and ss.format:
+            fmt, how = fmts.get(ss.format), "given: [[sources]] format"
+        else:
+            fmt, how = sniff(f)
+        # the files of one Parquet dataset (one argument or one [[sources]] entry) are one source
+        key = ("parquet", str(arg), id(ss)) if fmt.reader == "parquet-mapped" else ("file", str(f))
+        groups.setdefault(key, []).append(f)
+        planned[key] = (fmt, how, ss)
+    sources = []
+    for i, (key, group) in enumerate(groups.items(), 1):
+        fmt, how, ss = planned[key]
+        sources.append(_settle(i, group, key, fmt, how, ss, spec, opts))
+    return sources
+
+
+def _settle(i: int, files: list[Path], key: tuple, fmt: Format, how: str, ss: SourceSpec | None,
+            spec: IncidentSpec | None, opts: IngestOptions) -> Source:
+    first = files[0]
+    label = str(first) if key[0] == "file" else f"{key[1]} ({len(files)} Parquet file{'s' * (len(files) != 1)})"
+    src = Source(i, files, label, fmt, how)
+    tz_text = opts.source_tz or (ss.source_tz if ss else None)
+    if tz_text:
+        try:
+            src.tz = parse_source_tz(tz_text)
+        except ValueError as e:
+            raise InputError(str(e), path=label, key="--source-tz") from None
+    if "source_tz" in fmt.needs and src.tz is None:
+        raise InputError(f"{fmt.name} writes naive host-local timestamps ({fmt.times}); kvir will not guess the zone",
+                         path=label, hint="pass --source-tz (an IANA name such as America/Chicago, or +02:00), "
+                                          "or set source_tz in a [[sources]] entry")
+    src.year = opts.year or (ss.year if ss else None)
+    src.node = (ss.node if ss and ss.node else None) or _node_from_name(first)
+    src.role = (ss.role if ss and ss.role else None)
+    src.columns = dict(ss.columns) if ss else {}
+
+    if not fmt.names_model:
+        model, role, line = _server_args(first)
+        if model:
+            src.served_model, src.served_model_source = model, f"server_args= line {line}"
+        elif opts.served_model or (ss and ss.served_model):
+            src.served_model = opts.served_model or ss.served_model  # type: ignore[union-attr]
+            src.served_model_source = "--served-model" if opts.served_model else "[[sources]] served_model"
+        elif spec is not None:
+            src.served_model = spec.model
+            src.served_model_source = "assumed: no server_args= line and no --served-model, so taken to serve the incident's model"
+            src.notes.append(f"served model assumed to be {spec.model} (no server_args= line, no --served-model)")
+        src.role = src.role or role or _role_from_name(first)
+    elif opts.served_model or (ss and ss.served_model):
+        src.served_model = opts.served_model or ss.served_model  # type: ignore[union-attr]
+        src.served_model_source = "--served-model (used where a record names no model)"
+    return src
+
+
+# ----------------------------------------------------------------------------------------- ingesting
+
+def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Reporter | None = None) -> dict[str, Any]:
+    """Normalise every source into the case and build `requests`. Returns per-source counts."""
+    con = case.con
+    reporter = reporter or Reporter(enabled=False)
+    case.run("case/create_tables")
+    t_all = time.perf_counter()
+    for src in sources:
+        t0 = time.perf_counter()
+        sizes = [p.stat().st_size for p in src.paths]
+        digest = _sha256(src.paths) if opts.hash_inputs else None
+        con.execute(
+            "INSERT INTO sources (source_id, label, format, chosen_by, files, size_bytes, sha256, compression, "
+            "source_tz, served_model, served_model_source, node, role, year, notes) "
+            "VALUES ($id, $label, $format, $how, $files, $size, $sha, $comp, $tz, $model, $model_src, $node, $role, $year, $notes)",
+            {"id": src.source_id, "label": src.label, "format": src.format.name, "how": src.chosen_by,
+             "files": [str(p) for p in src.paths], "size": sum(sizes), "sha": digest,
+             "comp": compression_of(src.paths[0]) if not src.is_view else None,
+             "tz": src.tz.text if src.tz else None, "model": src.served_model,
+             "model_src": src.served_model_source or None, "node": src.node, "role": src.role,
+             "year": src.year, "notes": src.notes})
+        _write_settings(case, src, opts)
+        label = f"read {src.label if len(src.label) < 60 else '...' + src.label[-57:]}"
+        if src.is_view:
+            reporter.run(label, lambda: _ingest_parquet(case, src), con=con)
+        else:
+            counter = ByteCounter()
+            compressed = compression_of(src.paths[0]) is not None
+            reporter.run(label, lambda: _ingest_text(case, src, opts, counter.add), counter=counter,
+                         total=None if compressed else sum(sizes), con=con)
+        con.execute("UPDATE sources SET seconds = $s WHERE source_id = $id",
+                    {"s": round(time.perf_counter() - t0, 3), "id": src.source_id})
+        case.manifest["inputs"].append({
+            "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
+            "files": [{"path": str(p), "size_bytes": s} for p, s in zip(src.paths, sizes)],
+            "sha256": digest, "source_tz": src.tz.text if src.tz else None,
+            "served_model": src.served_model, "served_model_source": src.served_model_source,
+            "node": src.node, "role": src.role, "notes": src.notes})
+    _build_records_view(case, sources)
+    reporter.run("merge records into requests", lambda: _build_requests(case, sources), con=con)
+    case.manifest["timings"]["ingest_s"] = round(time.perf_counter() - t_all, 3)
+    return source_counts(case)
+
+
+def _build_requests(case: Case, sources: list[Source]) -> None:
+    merged = len(sources) > 1 or any(s.format.name.startswith("sglang") for s in sources) or \
+        any("bootstrap_room" in s.columns for s in sources)
+    case.run("case/requests_merged" if merged else "case/requests_direct")
+
+
+def _sha256(paths: list[Path]) -> str:
+    """SHA-256 of one file, or of the sorted per-file digests of a dataset."""
+    digests = []
+    for p in sorted(paths):
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        digests.append(h.hexdigest())
+    if len(digests) == 1:
+        return digests[0]
+    return "sha256-of-files:" + hashlib.sha256("\n".join(digests).encode()).hexdigest()
+
+
+def _write_settings(case: Case, src: Source, opts: IngestOptions) -> None:
+    name = f"src{src.source_id}_settings"
+    case.con.execute(f'CREATE OR REPLACE TABLE {name} AS SELECT '  # name: kvir-generated identifier
+                     "$id::INTEGER AS source_id, $tz::VARCHAR AS tz_iana, $off::INTEGER AS tz_offset_min, "
+                     "$model::VARCHAR AS served_model, $node::VARCHAR AS node, $role::VARCHAR AS role, "
+                     "$year::INTEGER AS year, $keep::BOOLEAN AS keep_raw, $maxb::BIGINT AS max_line_bytes",
+                     {"id": src.source_id, "tz": src.tz.iana if src.tz else None,
+                      "off": src.tz.offset_minutes if src.tz else None, "model": src.served_model,
+                      "node": src.node, "role": src.role, "year": src.year, "keep": opts.keep_raw,
+                      "maxb": opts.max_line_bytes})
+
+
+def _ingest_text(case: Case, src: Source, opts: IngestOptions, on_bytes=None) -> None:
+    con = case.con
+    stage = f"src{src.source_id}_stage"
+    inputs = {"input": f"src{src.source_id}_input", "settings": f"src{src.source_id}_settings"}
+    reader = src.format.reader
+    if reader == "lines":
+        con.register(inputs["input"], line_reader(src.paths[0], opts.max_line_bytes, on_bytes))
+    elif reader == "json-records":
+        _register_json_records(case, src, inputs["input"], opts)
+    elif reader == "jsonl-mapped":
+        _register_jsonl_mapped(case, src, inputs["input"], opts)
+    elif reader == "csv-mapped":
+        _register_csv_mapped(case, src, inputs["input"])
+    else:
+        raise InputError(f"format {src.format.name} has no reader {reader!r}")
+    sql = case.compile(src.format.adapter, inputs)
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {stage} AS {sql}")
+    except Exception as e:  # a reader error (e.g. a truncated gzip member) names the file
+        raise InputError(f"cannot read as {src.format.name}: {e}", path=src.label) from None
+    finally:
+        try:
+            con.unregister(inputs["input"])
+        except Exception:
+            pass
+    case.run("case/stage_to_tables", inputs={"stage": stage})
+    con.execute(f"DROP TABLE {stage}")
+
+
+def _register_json_records(case: Case, src: Source, name: str, opts: IngestOptions) -> None:
+    """NDJSON: numbered lines. A JSON document with a "result" array (a REST API page, compact or
+    pretty-printed): its records, numbered 1..n in page order, each re-serialised as one line. A document
+    that does not parse becomes one quarantined record (nothing is guessed)."""
+    import json as _json
+
+    path = src.paths[0]
+    first = next((x for x in head_lines(path, max_lines=20) if x.strip()), "")
+    try:
+        obj = _json.loads(first)
+        is_doc = isinstance(obj, dict) and "result" in obj
+    except ValueError:
+        is_doc = first.strip() in ("{", "[") or first.lstrip().startswith('{"result"')
+    if not is_doc:
+        case.con.register(name, line_reader(path, opts.max_line_bytes))
+        return
+    from .lines import open_maybe_compressed
+
+    with open_maybe_compressed(path) as f:
+        doc = f.read().decode("utf-8", "replace")
+    is_page = case.con.execute("SELECT json_valid($d) AND json_type($d, '$.result') = 'ARRAY'", {"d": doc}).fetchone()[0]
+    if not is_page:
+        tbl = case.con.execute("SELECT 1::BIGINT AS line_no, encode($d) AS line, strlen($d)::BIGINT AS line_bytes, "
+                               "false AS repaired", {"d": doc}).fetch_arrow_table()
+    else:
+        tbl = case.con.execute(
+            "SELECT u.i::BIGINT AS line_no, encode(u.rec::VARCHAR) AS line, strlen(u.rec::VARCHAR)::BIGINT AS line_bytes, "
+            "false AS repaired FROM (SELECT $d::JSON AS j), unnest(json_extract(j, '$.result[*]')) WITH ORDINALITY AS u(rec, i) "
+            "ORDER BY u.i", {"d": doc}).fetch_arrow_table()
+    case.con.register(name, tbl)
+
+
+def _mapping(src: Source, available: list[str]) -> dict[str, str]:
+    """field -> column. Defaults to columns already named like kvir's fields."""
+    cols = dict(src.columns)
+    cols.pop("ts_unit", None)
+    if not cols:
+        cols = {f: f for f in MAPPABLE_FIELDS if f in available}
+    for f_, c in cols.items():
+        if c not in available:
+            raise InputError(f"column {c!r} (mapped to {f_}) is not in the file; it has: {', '.join(available)}",
+                             path=src.label, key=f"sources.columns.{f_}")
+    if "request_id" not in cols or not ({"ts", "ts_end"} & cols.keys()):
+        raise InputError(f"{src.format.name} needs a column mapping with at least request_id and ts "
+                         f"(columns in the file: {', '.join(available)})", path=src.label,
+                         hint="add [sources.columns] to incident.toml")
+    return cols
+
+
+def _quote_ident(name: str, available: list[str]) -> str:
+    """A column name that exists in the file (whitelisted), quoted as an SQL identifier."""
+    assert name in available, name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _mapped_projection(cols: dict[str, str], types: dict[str, str], available: list[str]) -> str:
+    """SELECT list giving the generic adapter its fixed input columns (see queries/adapters/generic.sql)."""
+    parts = []
+    for f_ in MAPPABLE_FIELDS:
+        if f_ in _TIME_FIELDS:
+            continue
+        parts.append(f"{_quote_ident(cols[f_], available)} AS {f_}" if f_ in cols else f"NULL AS {f_}")
+    for f_ in _TIME_FIELDS:
+        c = cols.get(f_)
+        t = types.get(c, "") if c else ""
+        q = _quote_ident(c, available) if c else None
+        parts.append(f"{q}::TIMESTAMPTZ AS {f_}_tz" if c and t.startswith("TIMESTAMP WITH TIME ZONE") else f"NULL::TIMESTAMPTZ AS {f_}_tz")
+        parts.append(f"{q}::TIMESTAMP AS {f_}_naive" if c and t.startswith("TIMESTAMP") and "TIME ZONE" not in t else f"NULL::TIMESTAMP AS {f_}_naive")
+        parts.append(f"CAST({q} AS VARCHAR) AS {f_}_text" if c and not t.startswith("TIMESTAMP") else f"NULL::VARCHAR AS {f_}_text")
+    return ", ".join(parts)
+
+
+def _register_csv_mapped(case: Case, src: Source, name: str) -> None:
+    con = case.con
+    path = str(src.paths[0])
+    rt, rs = f"src{src.source_id}_rejects", f"src{src.source_id}_rejscan"
+    read = ("read_csv($p, all_varchar = true, header = true, store_rejects = true, "
+            "rejects_table = $rt, rejects_scan = $rs)")
+    try:
+        desc = con.execute(f"DESCRIBE SELECT * FROM {read}", {"p": path, "rt": rt, "rs": rs}).fetchall()
+    except Exception as e:
+        raise InputError(f"cannot read as CSV: {e}", path=src.label) from None
+    available = [r[0] for r in desc]
+    cols = _mapping(src, available)
+    proj = _mapped_projection(cols, {c: "VARCHAR" for c in available}, available)
+    good = con.execute(f"SELECT row_number() OVER () AS n, NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, {proj} "
+                       f"FROM {read}", {"p": path, "rt": rt, "rs": rs}).fetch_arrow_table()
+    # Rejected rows keep DuckDB's line numbers; good rows take the remaining line numbers in order
+    # (line 1 is the header).
+    con.register(f"{name}_good", good)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {name}_rej AS SELECT line::BIGINT AS line_no, "
+                f"error_type || ': ' || left(error_message, 120) AS _problem, csv_line AS _raw FROM {rt}")
+    tbl = con.execute(f"""
+        WITH total AS (SELECT (SELECT count(*) FROM {name}_good) + (SELECT count(*) FROM {name}_rej) AS n),
+        free AS (SELECT l AS line_no, row_number() OVER (ORDER BY l) AS k
+                 FROM total, range(2, total.n + 2) AS r(l)
+                 WHERE l NOT IN (SELECT line_no FROM {name}_rej))
+        SELECT free.line_no, g.* EXCLUDE (n) FROM {name}_good AS g JOIN free ON free.k = g.n
+        UNION ALL
+        SELECT r.line_no, r._problem, r._raw, {', '.join('NULL AS ' + c for c in _generic_columns()[3:])}
+        FROM {name}_rej AS r
+        ORDER BY 1""").fetch_arrow_table()
+    con.unregister(f"{name}_good")
+    con.register(name, tbl)
+
+
+def _generic_columns() -> list[str]:
+    cols = ["line_no", "_problem", "_raw"]
+    cols += [f for f in MAPPABLE_FIELDS if f not in _TIME_FIELDS]
+    for f_ in _TIME_FIELDS:
+        cols += [f"{f_}_tz", f"{f_}_naive", f"{f_}_text"]
+    return cols
+
+
+def _register_jsonl_mapped(case: Case, src: Source, name: str, opts: IngestOptions) -> None:
+    """JSON Lines with mapped keys: each mapped key is a (possibly dotted) JSON path, bound as a value."""
+    con = case.con
+    con.register(f"{name}_lines", line_reader(src.paths[0], opts.max_line_bytes))
+    first = next((json_line for json_line in head_lines(src.paths[0], 50) if json_line.strip()), "{}")
+    import json as _json
+
+    try:
+        keys = list(_json.loads(first).keys())
+    except Exception:
+        keys = []
+    cols = dict(src.columns)
+    cols.pop("ts_unit", None)
+    if not cols:
+        cols = {f_: f_ for f_ in MAPPABLE_FIELDS if f_ in keys}
+    if "request_id" not in cols or not ({"ts", "ts_end"} & cols.keys()):
+        raise InputError("generic-jsonl needs a mapping with at least request_id and ts", path=src.label,
+                         hint="add [sources.columns] to incident.toml")
+    params: dict[str, Any] = {}
+    parts = []
+    for f_ in MAPPABLE_FIELDS:
+        if f_ in _TIME_FIELDS:
+            continue
+        if f_ in cols:
+            params[f"p_{f_}"] = _json_path(cols[f_])
+            parts.append(f"CASE WHEN ok THEN json_extract_string(text, $p_{f_}) END AS {f_}")
+        else:
+            parts.append(f"NULL AS {f_}")
+    for f_ in _TIME_FIELDS:
+        parts += [f"NULL::TIMESTAMPTZ AS {f_}_tz", f"NULL::TIMESTAMP AS {f_}_naive"]
+        if f_ in cols:
+            params[f"p_{f_}"] = _json_path(cols[f_])
+            parts.append(f"CASE WHEN ok THEN json_extract_string(text, $p_{f_}) END AS {f_}_text")
+        else:
+            parts.append(f"NULL::VARCHAR AS {f_}_text")
+    params["maxb"] = opts.max_line_bytes
+    tbl = con.execute(f"""
+        WITH l AS (SELECT line_no, line_bytes, rtrim(decode(line), chr(13) || chr(10)) AS text FROM {name}_lines),
+        v AS (SELECT *, line_bytes <= $maxb AND json_valid(text) AND json_type(text) = 'OBJECT' AS ok FROM l)
+        SELECT line_no,
+            CASE WHEN trim(text) = '' THEN 'blank line'
+                 WHEN line_bytes > $maxb THEN 'line longer than ' || $maxb || ' bytes'
+                 WHEN NOT json_valid(text) THEN 'malformed JSON'
+                 WHEN NOT ok THEN 'JSON value is not an object' END AS _problem,
+            CASE WHEN NOT ok THEN text END AS _raw,
+            {', '.join(parts)}
+        FROM v ORDER BY line_no""", params).fetch_arrow_table()
+    con.unregister(f"{name}_lines")
+    con.register(name, tbl)
+
+
+def _json_path(key: str) -> str:
+    if key.startswith("$"):
+        return key
+    return "$" + "".join('."' + part.replace('"', '\\"') + '"' for part in key.split("."))
+
+
+def _ingest_parquet(case: Case, src: Source) -> None:
+    """Parquet stays where it is: a view maps its columns, another normalises them (no rows copied)."""
+    con = case.con
+    raw = f"src{src.source_id}_raw"
+    rel = con.read_parquet([str(p) for p in src.paths], hive_partitioning=True, file_row_number=True)
+    rel.create_view(raw, replace=True)   # DuckDB quotes the file paths itself
+    desc = con.execute(f"DESCRIBE {raw}").fetchall()
+    available = [r[0] for r in desc if r[0] != "file_row_number"]
+    types = {r[0]: r[1] for r in desc}
+    cols = _mapping(src, available)
+    proj = _mapped_projection(cols, types, available)
+    con.execute(f"CREATE OR REPLACE VIEW src{src.source_id}_input AS SELECT file_row_number + 1 AS line_no, "
+                f"NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, {proj} FROM {raw}")
+    sql = case.compile(src.format.adapter, {"input": f"src{src.source_id}_input",
+                                                "settings": f"src{src.source_id}_settings"})
+    con.execute(f"CREATE OR REPLACE VIEW records_src{src.source_id} AS {sql}")
+    case.run("case/view_counts", {"source_id": src.source_id},
+             inputs={"records": f"records_src{src.source_id}"})
+
+
+def _build_records_view(case: Case, sources: list[Source]) -> None:
+    parts = ["SELECT * FROM records_text"]
+    parts += [f"SELECT * FROM records_src{s.source_id} WHERE kind = 'request'" for s in sources if s.is_view]
+    case.con.execute("CREATE OR REPLACE VIEW records AS " + " UNION ALL ".join(parts))
+    qparts = ["SELECT * FROM quarantine_text"]
+    qparts += [f"SELECT source_id, source_line, reason, raw FROM records_src{s.source_id} WHERE kind = 'bad'"
+               for s in sources if s.is_view]
+    case.con.execute("CREATE OR REPLACE VIEW quarantine AS SELECT q.*, s.label AS source_file, s.format "
+                     "FROM (" + " UNION ALL ".join(qparts) + ") AS q JOIN sources AS s USING (source_id)")
+
+
+def source_counts(case: Case) -> dict[str, Any]:
+    rows = case.con.execute("""
+        SELECT s.source_id, s.label, s.format, s.chosen_by, s.source_tz, s.served_model, s.served_model_source,
+               s.node, s.role, s.notes,
+               coalesce(sum(c.n), 0) AS read,
+               coalesce(sum(c.n) FILTER (WHERE c.kind <> 'bad'), 0) AS parsed,
+               coalesce(sum(c.n) FILTER (WHERE c.kind = 'request'), 0) AS requests,
+               coalesce(sum(c.n) FILTER (WHERE c.kind = 'skip'), 0) AS skipped,
+               coalesce(sum(c.n) FILTER (WHERE c.kind = 'bad'), 0) AS quarantined
+        FROM sources AS s LEFT JOIN source_counts AS c USING (source_id)
+        GROUP BY ALL ORDER BY s.source_id""").fetchall()
+    names = ["source_id", "label", "format", "chosen_by", "source_tz", "served_model", "served_model_source",
+             "node", "role", "notes", "read", "parsed", "requests", "skipped", "quarantined"]
+    return {"sources": [dict(zip(names, r)) for r in rows]}

@@ -1,0 +1,90 @@
+"""Progress for long work: rich bars on stderr, fed by DuckDB's query_progress() or a byte counter.
+
+Results go to files and stdout; only progress and summaries go to stderr. When stderr is not a
+terminal (CI, a pipe) rich draws nothing animated.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+stderr = Console(stderr=True)
+
+
+class Reporter:
+    """One bar per stage. `quiet` disables drawing (the work is the same)."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self._progress: Progress | None = None
+
+    @contextmanager
+    def session(self) -> Iterator["Reporter"]:
+        if not self.enabled:
+            yield self
+            return
+        self._progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(),
+                                  TimeElapsedColumn(), console=stderr, transient=False)
+        with self._progress:
+            yield self
+        self._progress = None
+
+    def run(self, label: str, work: Callable[[], Any], *, con=None,
+            counter: Callable[[], float] | None = None, total: float | None = None) -> Any:
+        """Run `work` in a worker thread while polling its progress (DuckDB's query_progress on `con`,
+        or `counter()` out of `total`). Exceptions propagate; Ctrl-C interrupts the DuckDB query."""
+        if self._progress is None:
+            return work()
+        task = self._progress.add_task(label, total=100.0)
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["result"] = work()
+            except BaseException as e:  # re-raised in the caller's thread
+                box["error"] = e
+
+        th = threading.Thread(target=target, daemon=True)
+        th.start()
+        try:
+            while th.is_alive():
+                pct = None
+                if counter is not None and total:
+                    pct = min(100.0, 100.0 * counter() / total)
+                elif con is not None:
+                    try:
+                        p = con.query_progress()
+                        pct = p if p >= 0 else None
+                    except Exception:
+                        pct = None
+                if pct is not None:
+                    self._progress.update(task, completed=pct)
+                th.join(0.1)
+        except KeyboardInterrupt:
+            if con is not None:
+                con.interrupt()
+            th.join()
+            raise
+        self._progress.update(task, completed=100.0)
+        if "error" in box:
+            raise box["error"]
+        return box.get("result")
+
+
+class ByteCounter:
+    """Counts bytes a reader has consumed (the line reader calls add())."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.t0 = time.perf_counter()
+
+    def add(self, k: int) -> None:
+        self.n += k
+
+    def __call__(self) -> float:
+        return float(self.n)

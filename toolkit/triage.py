@@ -1,0 +1,173 @@
+"""`kvir triage`: which responses were exposed, to whom, on which nodes; counted correctly.
+
+    result = kvir.triage("incident.toml", ["logs/"], out="case/")
+    result.affected        # pandas DataFrame, one row per affected response
+    result.summary         # the headline counts
+    result.case            # the open Case, for custom queries
+
+Affected = the model matches (exact, after alias mapping) AND the request started inside the window
+(inclusive) AND the trigger rule holds AND the client got a served response. Everything else that a
+rule touches is counted apart (rejected, failed, aborted, undecidable), and the other rule's additions
+and drops are counted so the public and the engine thresholds can be compared.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .case import Case
+from .errors import InputError, TooManyBadLines
+from .export import write_csv, write_parquet
+from .ingest import IngestOptions, ingest, plan_sources
+from .progress import Reporter
+from .spec import IncidentSpec, load_spec
+
+TRIAGE_QUERIES = ("triage/hits", "triage/affected", "triage/excluded", "triage/accounts", "triage/nodes")
+
+
+@dataclass
+class TriageResult:
+    case: Case
+    spec: IncidentSpec
+    summary: dict[str, Any]
+    sources: list[dict[str, Any]]
+    outputs: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return self.case.path
+
+    @property
+    def affected(self):
+        return self.case.df("affected")
+
+    @property
+    def accounts(self):
+        return self.case.df("accounts")
+
+    @property
+    def nodes(self):
+        return self.case.df("nodes")
+
+    @property
+    def quarantine(self):
+        return self.case.df("SELECT source_file, source_line, format, reason FROM quarantine ORDER BY source_id, source_line")
+
+    def to_arrow(self, table: str = "affected"):
+        return self.case.arrow(table)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"summary": self.summary, "sources": self.sources,
+                "outputs": {k: str(v) for k, v in self.outputs.items()}}
+
+
+def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None = None, *, out: str | Path,
+           format: str = "auto", source_tz: str | None = None, served_model: str | None = None,
+           year: int | None = None, max_bad_lines: int | None = None, keep_raw: bool = False,
+           hash_inputs: bool = True, progress: bool = False, memory_limit: str | None = None,
+           threads: int | None = None) -> TriageResult:
+    """Run a triage into the case folder `out` and return its result (see module docstring)."""
+    t0 = time.perf_counter()
+    spec = incident if isinstance(incident, IncidentSpec) else load_spec(incident)
+    opts = IngestOptions(format=format, source_tz=source_tz, served_model=served_model, year=year,
+                         keep_raw=keep_raw, hash_inputs=hash_inputs)
+    sources = plan_sources(list(paths or []), spec, opts)
+    case = Case.create(out, memory_limit=memory_limit, threads=threads)
+    reporter = Reporter(enabled=progress)
+    try:
+        with reporter.session():
+            _record_spec(case, spec)
+            ingest(case, sources, opts, reporter)
+            _refuse_naive_without_zone(case)
+            params = spec.query_params()
+            params["rule_text"] = spec.trigger.describe()
+            params["other_rule_text"] = spec.trigger.describe(spec.trigger.other_rule)
+            for name in TRIAGE_QUERIES:
+                reporter.run(name.split("/")[1], lambda n=name: case.run(n, params), con=case.con)
+            row = case.run("triage/summary", params, fetch=True)
+            cols = [d[0] for d in case.con.description]
+        summary = _summary(spec, dict(zip(cols, row[0])))
+        counts = _source_rows(case)
+        outputs = _export(case, keep_raw)
+        summary["seconds"] = round(time.perf_counter() - t0, 3)
+        case.manifest["triage"] = {"summary": summary, "rule": spec.trigger.describe(),
+                                   "other_rule": spec.trigger.describe(spec.trigger.other_rule)}
+        case.manifest["counts"] = {"sources": counts}
+        case.manifest["timings"]["triage_s"] = summary["seconds"]
+        case.manifest["outputs"] = {k: str(v.name) for k, v in outputs.items()}
+        case.save_manifest()
+        (case.path / "summary.json").write_text(json.dumps({"summary": summary, "sources": counts},
+                                                           indent=2, default=str) + "\n")
+    except BaseException:
+        case.save_manifest()
+        raise
+    result = TriageResult(case, spec, summary, counts, outputs)
+    quarantined = sum(s["quarantined"] for s in counts)
+    if max_bad_lines is not None and quarantined > max_bad_lines:
+        raise TooManyBadLines(f"{quarantined} records quarantined, more than --max-bad-lines {max_bad_lines} "
+                              f"(see {case.path / 'quarantine.csv'})")
+    return result
+
+
+def _record_spec(case: Case, spec: IncidentSpec) -> None:
+    case.con.execute("CREATE OR REPLACE TABLE account_rules (account_id VARCHAR PRIMARY KEY, label VARCHAR, "
+                     "reason VARCHAR, exclude BOOLEAN)")
+    for a in spec.accounts:
+        case.con.execute("INSERT INTO account_rules VALUES ($id, $label, $reason, $exclude)",
+                         {"id": a.account_id, "label": a.label, "reason": a.reason, "exclude": a.exclude})
+    case.con.execute("CREATE OR REPLACE TABLE incident (key VARCHAR, value VARCHAR)")
+    facts = {"id": spec.id, "title": spec.title, "models": json.dumps(list(spec.models)),
+             "window_start": spec.window_start.isoformat(), "window_end": spec.window_end.isoformat(),
+             "pool_tokens": str(spec.trigger.pool_tokens), "context_tokens": str(spec.trigger.context_tokens),
+             "rule": spec.trigger.rule, "engine_limit": str(spec.trigger.engine_limit),
+             "spec_path": str(spec.path) if spec.path else ""}
+    for k, v in facts.items():
+        case.con.execute("INSERT INTO incident VALUES ($k, $v)", {"k": k, "v": v})
+    if spec.path:
+        import hashlib
+
+        case.manifest["incident_spec"] = {"path": str(spec.path),
+                                          "sha256": hashlib.sha256(spec.path.read_bytes()).hexdigest()}
+
+
+def _refuse_naive_without_zone(case: Case) -> None:
+    row = case.con.execute("SELECT source_file, source_line FROM quarantine WHERE reason LIKE 'naive timestamp%' "
+                           "ORDER BY source_id, source_line LIMIT 1").fetchone()
+    if row:
+        raise InputError("holds naive timestamps (no offset) and no source time zone was given",
+                         path=row[0], line=row[1], hint="pass --source-tz or set source_tz in [[sources]]")
+
+
+def _summary(spec: IncidentSpec, s: dict[str, Any]) -> dict[str, Any]:
+    out = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in s.items()}
+    out.update({
+        "incident": spec.id,
+        "models": list(spec.models),
+        "window": [spec.window_start.isoformat(), spec.window_end.isoformat()],
+        "rule": spec.trigger.describe(),
+        "other_rule": spec.trigger.describe(spec.trigger.other_rule),
+    })
+    return out
+
+
+def _source_rows(case: Case) -> list[dict[str, Any]]:
+    from .ingest import source_counts
+
+    return source_counts(case)["sources"]
+
+
+def _export(case: Case, keep_raw: bool) -> dict[str, Path]:
+    p = case.path
+    out = {
+        "affected.parquet": write_parquet(case.con, "SELECT * FROM affected", p / "affected.parquet"),
+        "affected.csv": write_csv(case.con, "affected", p / "affected.csv"),
+        "accounts.csv": write_csv(case.con, "accounts", p / "accounts.csv"),
+        "nodes.csv": write_csv(case.con, "nodes", p / "nodes.csv"),
+        "excluded.csv": write_csv(case.con, "excluded", p / "excluded.csv"),
+        "quarantine.csv": write_csv(case.con, "quarantine", p / "quarantine.csv",
+                                    columns=["source_file", "source_line", "format", "reason"] + (["raw"] if keep_raw else [])),
+    }
+    return out
