@@ -92,6 +92,18 @@ def formats() -> None:
     print_formats()
 
 
+# Commands that live with their stage (kvir.cli_audit, kvir.cli_replay, kvir.cli_report): each module
+# defines register(app). Importing them is cheap: heavy imports happen inside the command functions.
+for _name in ("cli_audit", "cli_replay", "cli_report", "cli_demo"):
+    try:
+        _mod = __import__(f"kvir.{_name}", fromlist=["register"])
+    except ModuleNotFoundError as _e:
+        if _e.name != f"kvir.{_name}":
+            raise
+        continue
+    _mod.register(app)
+
+
 def main() -> None:
     try:
         app()

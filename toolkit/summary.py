@@ -1,6 +1,7 @@
 """Summary tables on stderr (rich). Ids, counts and times only: never prompt or response text."""
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from .progress import stderr
@@ -58,7 +59,8 @@ def print_formats() -> None:
     for f in FORMATS.values():
         needs = ", ".join("--source-tz" if n == "source_tz" else "[sources.columns]" if n == "columns" else f"--{n}"
                           for n in f.needs) or "-"
-        t.add_row(f.name, f.title, f.times, needs, "prompt tokens" if f.evidence == "counts" else "candidates only")
+        t.add_row(*(escape(x) for x in (f.name, f.title, f.times, needs,
+                                        "prompt tokens" if f.evidence == "counts" else "candidates only")))
     Console(width=160).print(t)
 
 

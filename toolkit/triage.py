@@ -68,7 +68,8 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
            format: str = "auto", source_tz: str | None = None, served_model: str | None = None,
            year: int | None = None, max_bad_lines: int | None = None, keep_raw: bool = False,
            hash_inputs: bool = True, progress: bool = False, memory_limit: str | None = None,
-           threads: int | None = None) -> TriageResult:
+           threads: int | None = None, startup: list[str | Path] | None = None,
+           inventory: str | Path | None = None) -> TriageResult:
     """Run a triage into the case folder `out` and return its result (see module docstring)."""
     t0 = time.perf_counter()
     spec = incident if isinstance(incident, IncidentSpec) else load_spec(incident)
@@ -82,14 +83,25 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
             _record_spec(case, spec)
             ingest(case, sources, opts, reporter)
             _refuse_naive_without_zone(case)
+            pool_in_effect = False
+            if startup:
+                # Start-up logs give each node's pool over time: triage then uses, per request, the pool
+                # in effect on its node (kvir.audit writes node_configs into the case).
+                from .audit import load_node_configs
+
+                load_node_configs(case, list(startup), inventory=inventory, source_tz=source_tz)
+                pool_in_effect = True
             params = spec.query_params()
             params["rule_text"] = spec.trigger.describe()
             params["other_rule_text"] = spec.trigger.describe(spec.trigger.other_rule)
-            for name in TRIAGE_QUERIES:
+            queries = ("triage/hits_pool_in_effect",) + TRIAGE_QUERIES[1:] if pool_in_effect else TRIAGE_QUERIES
+            for name in queries:
                 reporter.run(name.split("/")[1], lambda n=name: case.run(n, params), con=case.con)
             row = case.run("triage/summary", params, fetch=True)
             cols = [d[0] for d in case.con.description]
         summary = _summary(spec, dict(zip(cols, row[0])))
+        summary["threshold"] = ("pool in effect per node and time (node_configs from start-up logs)"
+                                if pool_in_effect else f"one global pool: {spec.trigger.pool_tokens:,} tokens")
         counts = _source_rows(case)
         outputs = _export(case, keep_raw)
         summary["seconds"] = round(time.perf_counter() - t0, 3)
