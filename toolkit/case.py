@@ -119,7 +119,7 @@ class Case:
     def arrow(self, sql_or_table: str, params: dict[str, Any] | None = None):
         sql = f'SELECT * FROM "{sql_or_table}"' if _is_table_name(sql_or_table) else sql_or_table
         cur = self.con.execute(sql, params or {}) if params else self.con.execute(sql)
-        return cur.fetch_arrow_table()
+        return cur.to_arrow_table()
 
     def tables(self) -> list[str]:
         rows = self.con.execute(

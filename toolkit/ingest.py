@@ -180,11 +180,19 @@ def _server_args(path: Path) -> tuple[str | None, str | None, int | None]:
     return None, None, None
 
 
+_GENERIC_STEMS = {"server", "requests", "request", "stdout", "stderr", "output", "log", "logs", "app", "engine",
+                  "access", "current", "latest"}
+
+
 def _node_from_name(path: Path) -> str:
+    """The node a log file belongs to: its name (prefill-3.log -> prefill-3), or its folder's name when
+    the file name is generic (engine/decode-0/server.log -> decode-0)."""
     name = path.name
     for suffix in (".gz", ".zst", ".zstd", ".log", ".jsonl", ".ndjson", ".json", ".txt", ".csv", ".parquet"):
         if name.endswith(suffix):
             name = name[: -len(suffix)]
+    if name.lower() in _GENERIC_STEMS and path.parent.name:
+        return path.parent.name
     return name
 
 
@@ -252,7 +260,7 @@ def _settle(i: int, files: list[Path], key: tuple, fmt: Format, how: str, ss: So
             src.served_model = spec.model
             src.served_model_source = "assumed: no server_args= line and no --served-model, so taken to serve the incident's model"
             src.notes.append(f"served model assumed to be {spec.model} (no server_args= line, no --served-model)")
-        src.role = src.role or role or _role_from_name(first)
+        src.role = src.role or role or _role_from_name(Path(src.node or first.name))
     elif opts.served_model or (ss and ss.served_model):
         src.served_model = opts.served_model or ss.served_model  # type: ignore[union-attr]
         src.served_model_source = "--served-model (used where a record names no model)"
@@ -267,6 +275,9 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     reporter = reporter or Reporter(enabled=False)
     case.run("case/create_tables")
     t_all = time.perf_counter()
+    all_bytes = float(sum(p.stat().st_size for s in sources for p in s.paths)) or 1.0
+    bar = reporter.add_task(f"read {len(sources)} input{'s' * (len(sources) != 1)}", total=all_bytes)
+    done = 0.0
     for src in sources:
         t0 = time.perf_counter()
         sizes = [p.stat().st_size for p in src.paths]
@@ -282,14 +293,15 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
              "model_src": src.served_model_source or None, "node": src.node, "role": src.role,
              "year": src.year, "notes": src.notes})
         _write_settings(case, src, opts)
-        label = f"read {src.label if len(src.label) < 60 else '...' + src.label[-57:]}"
+        label = f"read {src.source_id}/{len(sources)} {Path(src.label).name}"
         if src.is_view:
-            reporter.run(label, lambda: _ingest_parquet(case, src), con=con)
+            reporter.run(label, lambda: _ingest_parquet(case, src), con=con, task=bar, base=done, span=sum(sizes))
         else:
             counter = ByteCounter()
             compressed = compression_of(src.paths[0]) is not None
             reporter.run(label, lambda: _ingest_text(case, src, opts, counter.add), counter=counter,
-                         total=None if compressed else sum(sizes), con=con)
+                         total=None if compressed else sum(sizes), con=con, task=bar, base=done, span=sum(sizes))
+        done += sum(sizes)
         con.execute("UPDATE sources SET seconds = $s WHERE source_id = $id",
                     {"s": round(time.perf_counter() - t0, 3), "id": src.source_id})
         case.manifest["inputs"].append({
@@ -298,6 +310,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
             "sha256": digest, "source_tz": src.tz.text if src.tz else None,
             "served_model": src.served_model, "served_model_source": src.served_model_source,
             "node": src.node, "role": src.role, "notes": src.notes})
+    reporter.describe(bar, f"read {len(sources)} input{'s' * (len(sources) != 1)}")
     _build_records_view(case, sources)
     reporter.run("merge records into requests", lambda: _build_requests(case, sources), con=con)
     case.manifest["timings"]["ingest_s"] = round(time.perf_counter() - t_all, 3)
@@ -381,19 +394,23 @@ def _register_json_records(case: Case, src: Source, name: str, opts: IngestOptio
     if not is_doc:
         case.con.register(name, line_reader(path, opts.max_line_bytes))
         return
-    from .lines import open_maybe_compressed
-
-    with open_maybe_compressed(path) as f:
-        doc = f.read().decode("utf-8", "replace")
-    is_page = case.con.execute("SELECT json_valid($d) AND json_type($d, '$.result') = 'ARRAY'", {"d": doc}).fetchone()[0]
-    if not is_page:
-        tbl = case.con.execute("SELECT 1::BIGINT AS line_no, encode($d) AS line, strlen($d)::BIGINT AS line_bytes, "
-                               "false AS repaired", {"d": doc}).fetch_arrow_table()
-    else:
-        tbl = case.con.execute(
+    try:
+        tbl = case.con.sql(
+            "WITH d AS (SELECT result FROM read_json($p, columns = {'result': 'JSON[]'}, format = 'auto', "
+            "maximum_object_size = 2147483647)) "
             "SELECT u.i::BIGINT AS line_no, encode(u.rec::VARCHAR) AS line, strlen(u.rec::VARCHAR)::BIGINT AS line_bytes, "
-            "false AS repaired FROM (SELECT $d::JSON AS j), unnest(json_extract(j, '$.result[*]')) WITH ORDINALITY AS u(rec, i) "
-            "ORDER BY u.i", {"d": doc}).fetch_arrow_table()
+            "false AS repaired FROM d, unnest(d.result) WITH ORDINALITY AS u(rec, i) "
+            "UNION ALL SELECT -1, NULL, NULL, NULL FROM d WHERE d.result IS NULL ORDER BY 1",
+            params={"p": str(path)}).to_arrow_table()
+        if tbl.num_rows and tbl.column("line_no")[0].as_py() == -1:
+            raise ValueError("a JSON document without a result array")
+    except Exception:  # not a page we can read: the whole document is one quarantined record
+        from .lines import open_maybe_compressed
+
+        with open_maybe_compressed(path) as f:
+            doc = f.read().decode("utf-8", "replace")
+        tbl = case.con.sql("SELECT 1::BIGINT AS line_no, encode($d) AS line, strlen($d)::BIGINT AS line_bytes, "
+                           "false AS repaired", params={"d": doc}).to_arrow_table()
     case.con.register(name, tbl)
 
 
@@ -451,7 +468,7 @@ def _register_csv_mapped(case: Case, src: Source, name: str) -> None:
     cols = _mapping(src, available)
     proj = _mapped_projection(cols, {c: "VARCHAR" for c in available}, available)
     good = con.execute(f"SELECT row_number() OVER () AS n, NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, {proj} "
-                       f"FROM {read}", {"p": path, "rt": rt, "rs": rs}).fetch_arrow_table()
+                       f"FROM {read}", {"p": path, "rt": rt, "rs": rs}).to_arrow_table()
     # Rejected rows keep DuckDB's line numbers; good rows take the remaining line numbers in order
     # (line 1 is the header).
     con.register(f"{name}_good", good)
@@ -466,7 +483,7 @@ def _register_csv_mapped(case: Case, src: Source, name: str) -> None:
         UNION ALL
         SELECT r.line_no, r._problem, r._raw, {', '.join('NULL AS ' + c for c in _generic_columns()[3:])}
         FROM {name}_rej AS r
-        ORDER BY 1""").fetch_arrow_table()
+        ORDER BY 1""").to_arrow_table()
     con.unregister(f"{name}_good")
     con.register(name, tbl)
 
@@ -525,7 +542,7 @@ def _register_jsonl_mapped(case: Case, src: Source, name: str, opts: IngestOptio
                  WHEN NOT ok THEN 'JSON value is not an object' END AS _problem,
             CASE WHEN NOT ok THEN text END AS _raw,
             {', '.join(parts)}
-        FROM v ORDER BY line_no""", params).fetch_arrow_table()
+        FROM v ORDER BY line_no""", params).to_arrow_table()
     con.unregister(f"{name}_lines")
     con.register(name, tbl)
 

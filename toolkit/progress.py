@@ -34,13 +34,28 @@ class Reporter:
             yield self
         self._progress = None
 
+    def add_task(self, label: str, total: float = 100.0) -> Any:
+        """A bar shared by several run() calls (pass it as task=...); None when not drawing."""
+        return self._progress.add_task(label, total=total) if self._progress is not None else None
+
+    def describe(self, task: Any, label: str) -> None:
+        if self._progress is not None and task is not None:
+            self._progress.update(task, description=label)
+
     def run(self, label: str, work: Callable[[], Any], *, con=None,
-            counter: Callable[[], float] | None = None, total: float | None = None) -> Any:
+            counter: Callable[[], float] | None = None, total: float | None = None,
+            task: Any = None, base: float = 0.0, span: float = 100.0) -> Any:
         """Run `work` in a worker thread while polling its progress (DuckDB's query_progress on `con`,
-        or `counter()` out of `total`). Exceptions propagate; Ctrl-C interrupts the DuckDB query."""
+        or `counter()` out of `total`). With `task`, the work moves that shared bar from `base` by at most
+        `span`. Exceptions propagate; Ctrl-C interrupts the DuckDB query."""
         if self._progress is None:
             return work()
-        task = self._progress.add_task(label, total=100.0)
+        own = task is None
+        if own:
+            task = self._progress.add_task(label, total=100.0)
+            base, span = 0.0, 100.0
+        else:
+            self._progress.update(task, description=label)
         box: dict[str, Any] = {}
 
         def target() -> None:
@@ -63,14 +78,14 @@ class Reporter:
                     except Exception:
                         pct = None
                 if pct is not None:
-                    self._progress.update(task, completed=pct)
+                    self._progress.update(task, completed=base + span * pct / 100.0)
                 th.join(0.1)
         except KeyboardInterrupt:
             if con is not None:
                 con.interrupt()
             th.join()
             raise
-        self._progress.update(task, completed=100.0)
+        self._progress.update(task, completed=base + span)
         if "error" in box:
             raise box["error"]
         return box.get("result")

@@ -7,20 +7,44 @@ from rich.table import Table
 from .progress import stderr
 
 
+def _relative(labels: list[str]) -> list[str]:
+    """Paths relative to their common folder, so long absolute paths do not crowd the table."""
+    import os
+
+    try:
+        root = os.path.commonpath([os.path.dirname(x) for x in labels]) if len(labels) > 1 else ""
+    except ValueError:
+        root = ""
+    return [os.path.relpath(x, root) if root and x.startswith(root) else x for x in labels]
+
+
 def print_triage(result) -> None:
     s = result.summary
-    src = Table(title="Inputs: read = parsed + quarantined", title_justify="left")
-    for c in ("source", "format", "chosen", "tz", "model", "read", "parsed", "requests", "quarantined"):
-        src.add_column(c, justify="right" if c in ("read", "parsed", "requests", "quarantined") else "left",
-                       overflow="fold")
-    for r in result.sources:
-        src.add_row(str(r["label"]), r["format"], _short(r["chosen_by"]), r["source_tz"] or "-",
-                    f"{r['served_model'] or '-'}" + (" (assumed)" if (r["served_model_source"] or "").startswith("assumed") else ""),
-                    f"{r['read']:,}", f"{r['parsed']:,}", f"{r['requests']:,}", f"{r['quarantined']:,}")
+    src = Table(title="Inputs: read = parsed + quarantined (per file)", title_justify="left")
+    src.add_column("input", overflow="fold")
+    src.add_column("format")
+    for c in ("read", "parsed", "requests", "quarantined"):
+        src.add_column(c, justify="right")
+    names = _relative([str(r["label"]) for r in result.sources])
+    for name, r in zip(names, result.sources):
+        src.add_row(escape(name), r["format"], f"{r['read']:,}", f"{r['parsed']:,}", f"{r['requests']:,}",
+                    f"[red]{r['quarantined']:,}[/]" if r["quarantined"] else "0")
+    if len(result.sources) > 1:
+        src.add_row("[bold]all inputs[/]", "", *(f"{sum(r[c] for r in result.sources):,}"
+                                                 for c in ("read", "parsed", "requests", "quarantined")))
     stderr.print(src)
+
+    settings: dict[tuple, int] = {}
     for r in result.sources:
-        for note in r.get("notes") or []:
-            stderr.print(f"[yellow]note[/] {r['label']}: {note}", highlight=False)
+        key = (r["format"], r["chosen_by"].split(" (")[0], r["source_tz"] or "-",
+               r["served_model"] or "-", r["served_model_source"] or "-")
+        settings[key] = settings.get(key, 0) + 1
+    st = Table(title="How each input was read", title_justify="left")
+    for c in ("files", "format", "chosen", "time zone", "served model", "model from"):
+        st.add_column(c, overflow="fold")
+    for (fmt, how, tz, model, model_src), n in settings.items():
+        st.add_row(str(n), fmt, escape(how), tz, escape(model), escape(model_src))
+    stderr.print(st)
 
     t = Table(title=f"Triage {s['incident']}: {s['rule']}", title_justify="left")
     t.add_column("count")

@@ -173,12 +173,14 @@ def _source_rows(case: Case) -> list[dict[str, Any]]:
 
 def _export(case: Case, keep_raw: bool) -> dict[str, Path]:
     p = case.path
+    case.run("triage/source_summary")
     out = {
         "affected.parquet": write_parquet(case.con, "SELECT * FROM affected", p / "affected.parquet"),
         "affected.csv": write_csv(case.con, "affected", p / "affected.csv"),
         "accounts.csv": write_csv(case.con, "accounts", p / "accounts.csv"),
         "nodes.csv": write_csv(case.con, "nodes", p / "nodes.csv"),
         "excluded.csv": write_csv(case.con, "excluded", p / "excluded.csv"),
+        "sources.csv": write_csv(case.con, "source_summary", p / "sources.csv"),
         "quarantine.csv": write_csv(case.con, "quarantine", p / "quarantine.csv",
                                     columns=["source_file", "source_line", "format", "reason"] + (["raw"] if keep_raw else [])),
     }

@@ -22,7 +22,7 @@ WITH r AS (
 -- stage 1: PD pairs by bootstrap_room; the group's id is the decode side's rid
 rooms AS (
     SELECT r.*,
-        coalesce(max_by(r.request_id, CASE r.role WHEN 'decode' THEN 3 WHEN 'mixed' THEN 2 ELSE 1 END)
+        coalesce(max_by(r.request_id, CASE r.role WHEN 'decode' THEN 3 WHEN 'mixed' THEN 2 WHEN 'prefill' THEN 0 ELSE 1 END)
                      OVER (PARTITION BY r.bootstrap_room), r.request_id) AS merged_id
     FROM r WHERE r.bootstrap_room IS NOT NULL
     UNION ALL

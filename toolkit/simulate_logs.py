@@ -1,0 +1,64 @@
+"""SGLang start-up lines for the simulated fleet, in the exact shapes of research/sglang.md §1.4.
+
+A start writes the server_args dump, the weight-load line, the KV-pool allocation (on every TP rank, as
+older builds do: kvir must deduplicate by value, never sum), the memory-pool and scheduler limit lines,
+the PD checksum line and the ready line, each behind `[YYYY-MM-DD HH:MM:SS <rank tags>]` in host-local
+time. A few lines per node start: built in Python.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+
+from . import simulate as sim
+
+
+def _stamp(ts: dt.datetime, tags: str = "") -> str:
+    local = ts.astimezone(zoneinfo.ZoneInfo(sim.HOST_TZ)).strftime("%Y-%m-%d %H:%M:%S")
+    return f"[{local}{' ' + tags if tags else ''}]"
+
+
+def startup_block(node: "sim.Node", i: int) -> str:
+    """The start-up lines of the i-th (re)start of `node`."""
+    start, pool = node.starts[i]
+    fixed = pool != node.starts[0][1] or node.role != "prefill"
+    mem_frac = 0.88 if fixed and node.role == "prefill" else (0.72 if node.role == "prefill" else 0.85)
+    mode = {"prefill": "'prefill'", "decode": "'decode'", "mixed": "'null'"}[node.role]
+    pd = node.role in ("prefill", "decode")
+    args = ", ".join([
+        f"model_path='{node.model_path}'", f"tokenizer_path='{node.model_path}'", "tokenizer_mode='auto'",
+        "skip_tokenizer_init=False", "load_format='auto'", "trust_remote_code=True", "dtype='auto'",
+        "kv_cache_dtype='fp8_e4m3'", "quantization='fp8'", f"context_length={node.context}", "device='cuda'",
+        f"served_model_name='{node.served_model}'", "is_embedding=False", "host='0.0.0.0'", "port=30000",
+        f"mem_fraction_static={mem_frac}", "max_running_requests=64", "max_total_tokens=None",
+        "chunked_prefill_size=16384", "max_prefill_tokens=16384", "schedule_policy='fcfs'",
+        f"page_size={sim.PAGE}", f"tp_size={node.tp}", "dp_size=1", "pp_size=1", "random_seed=1234",
+        "log_level='info'", "log_requests=True", "log_requests_level=0",
+        f"log_requests_format='{node.request_log}'", "enable_metrics=True", "allow_auto_truncate=False",
+        f"disaggregation_mode={mode}", "disaggregation_transfer_backend='mooncake'",
+        "disaggregation_bootstrap_port=8998", "disaggregation_ib_device=None",
+        "disaggregation_enable_kv_checksum=False", "kv_canary='off'", "num_reserved_decode_tokens=512",
+    ])
+    k_gb = pool * 61 * 8 * 128 * 1 / 8 / 2**30        # illustrative per-rank K size (fp8, 8 KV heads / 8 ranks)
+    lines = [
+        f"{_stamp(start)} server_args=ServerArgs({args})",
+    ]
+    if node.role == "decode":
+        lines.append("KV cache is forced as chunk cache for decode server")
+    t = start + dt.timedelta(seconds=71)
+    lines.append(f"{_stamp(t, 'TP0')} Load weight end. type=Glm5MoeForCausalLM, dtype=torch.bfloat16, "
+                 f"avail mem=71.26 GB, mem usage=64.87 GB.")
+    t += dt.timedelta(seconds=2)
+    for r in range(node.tp):
+        lines.append(f"{_stamp(t, f'TP{r}')} KV Cache is allocated. #tokens: {pool}, K size: {k_gb:.2f} GB, V size: {k_gb:.2f} GB")
+    lines.append(f"{_stamp(t, 'TP0')} Memory pool end. avail mem=8.93 GB")
+    t += dt.timedelta(seconds=3)
+    lines.append(f"{_stamp(t, 'TP0')} max_total_num_tokens={pool}, chunked_prefill_size=16384, max_prefill_tokens=16384, "
+                 f"max_running_requests=64, context_len={node.context}, available_gpu_mem=8.93 GB")
+    if pd:
+        lines.append(f"{_stamp(t)} PD KV checksum disabled: --disaggregation-enable-kv-checksum is not set")
+    t += dt.timedelta(seconds=9)
+    if pd:
+        lines.append(f"{_stamp(t)} End of disaggregation warmup")
+    lines.append(f"{_stamp(t)} The server is fired up and ready to roll!")
+    return "\n".join(lines)
