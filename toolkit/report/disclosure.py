@@ -1,0 +1,212 @@
+"""The [disclosure] keys of incident.toml: who publishes, whom to credit, what to cite, regulatory dates.
+
+Every key is optional. A key that is missing and that a document needs is shown in that document as
+a visible placeholder and listed in reports/index.html, never guessed. The engine defaults describe
+the reference incident's engine bug (sglang < 0.5.22), the class of bug kvir is built for.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..errors import KvirError
+from ..spec import parse_utc
+
+UTC = dt.timezone.utc
+PLACEHOLDER_NAMESPACE = "https://example.invalid"
+NIL_ORG_ID = "00000000-0000-4000-8000-000000000000"
+TLP_LABELS = ("WHITE", "GREEN", "AMBER", "RED")
+CSAF_STATUSES = ("draft", "interim", "final")
+# CWE ids kvir may cite, with their catalogue names (CSAF mandatory test 6.1.11 checks the name).
+CWE_NAMES = {
+    "CWE-488": "Exposure of Data Element to Wrong Session",
+    "CWE-226": "Sensitive Information in Resource Not Removed Before Reuse",
+    "CWE-200": "Exposure of Sensitive Information to an Unauthorized Actor",
+    "CWE-362": "Concurrent Execution using Shared Resource with Improper Synchronization ('Race Condition')",
+}
+
+# key -> what it is (documented in spec.TEMPLATE and tested to match)
+KEYS: dict[str, str] = {
+    "provider": "the inference provider: publisher of the reports, processor in the notices",
+    "provider_namespace": "the provider's web address (CSAF publisher namespace)",
+    "contact": "security contact for customers and the engine's users",
+    "dpo_contact": "data-protection officer or contact point (GDPR Art. 33(3)(b))",
+    "reporter": "who reported the bug (credited in every public document)",
+    "reporter_channel": "how it was reported, e.g. a bug-bounty platform",
+    "reported_at": "when the report arrived (UTC)",
+    "awareness_time": "when the provider became aware (defaults to [incident] awareness_time)",
+    "notified_at": "when the supervisory authority was notified (UTC); unset = not yet",
+    "delay_reason": "why the Art. 33 notification came after 72 hours",
+    "lead_supervisory_authority": "the lead supervisory authority (GDPR Art. 56)",
+    "gdpr_role": "processor (default: API customers are the controllers) or controller",
+    "engine": "the engine package (PyPI name)",
+    "engine_vendor": "the engine's maintainers",
+    "engine_repo": "the engine's source repository URL",
+    "introduced_version": "first affected engine version (0 = all)",
+    "fixed_version": "first fixed engine version",
+    "fixed_release_date": "release date of the fixed version",
+    "upstream_issue": "URL of the upstream issue or fix",
+    "advisory_id": "id of the advisory (default: the incident id)",
+    "cve_id": "CVE id, once assigned",
+    "ghsa_id": "GitHub security advisory id, once assigned",
+    "cna_org_id": "the CNA's organisation UUID (CVE providerMetadata.orgId)",
+    "cwe": "CWE id of the engine bug (CWE-488 by default)",
+    "tlp": "TLP label of the CSAF documents: WHITE, GREEN, AMBER (default) or RED",
+    "csaf_status": "CSAF tracking status: draft (default), interim or final",
+    "public_report_url": "where the public incident report is published",
+    "advisory_url": "where the advisory is published",
+    "traffic_gap_minutes": "shortest pause in customer traffic read as the model being private (default 30)",
+    "timeline_tolerance_minutes": "largest hand-vs-data difference not shown as a conflict (default 5)",
+    "data_exposed": "list: categories of data that were exposed",
+    "data_not_exposed": "list: categories of data that were not exposed",
+    "workaround": "workaround text for the advisory",
+    "action_items": "list of tables {title, type, owner, bug} for the post-mortem",
+    "went_well": "list: post-mortem lessons, what went well",
+    "went_wrong": "list: post-mortem lessons, what went wrong",
+    "lucky": "list: post-mortem lessons, where we got lucky",
+}
+
+DEFAULT_EXPOSED = [
+    "fragments of text derived from other requests' prompts and completions (KV-cache contents) that "
+    "appeared in the affected responses",
+]
+DEFAULT_NOT_EXPOSED = [
+    "account data, API keys, credentials and billing data (never held in the KV cache)",
+    "request metadata of other customers (ids, times, sizes are not part of the KV cache)",
+]
+
+
+@dataclass(frozen=True)
+class ActionItem:
+    title: str
+    type: str = "prevent"
+    owner: str = ""
+    bug: str = ""
+
+
+@dataclass(frozen=True)
+class Disclosure:
+    provider: str = ""
+    provider_namespace: str = ""
+    contact: str = ""
+    dpo_contact: str = ""
+    reporter: str = ""
+    reporter_channel: str = ""
+    reported_at: dt.datetime | None = None
+    awareness_time: dt.datetime | None = None
+    notified_at: dt.datetime | None = None
+    delay_reason: str = ""
+    lead_supervisory_authority: str = ""
+    gdpr_role: str = "processor"
+    engine: str = "sglang"
+    engine_vendor: str = "sgl-project"
+    engine_repo: str = "https://github.com/sgl-project/sglang"
+    introduced_version: str = "0"
+    fixed_version: str = "0.5.22"
+    fixed_release_date: dt.date | None = None
+    upstream_issue: str = ""
+    advisory_id: str = ""
+    cve_id: str = ""
+    ghsa_id: str = ""
+    cna_org_id: str = ""
+    cwe: str = "CWE-488"
+    tlp: str = "AMBER"
+    csaf_status: str = "draft"
+    public_report_url: str = ""
+    advisory_url: str = ""
+    traffic_gap_minutes: float = 30.0
+    timeline_tolerance_minutes: float = 5.0
+    data_exposed: tuple[str, ...] = tuple(DEFAULT_EXPOSED)
+    data_not_exposed: tuple[str, ...] = tuple(DEFAULT_NOT_EXPOSED)
+    workaround: str = ""
+    action_items: tuple[ActionItem, ...] = ()
+    went_well: tuple[str, ...] = ()
+    went_wrong: tuple[str, ...] = ()
+    lucky: tuple[str, ...] = ()
+    unknown_keys: tuple[str, ...] = ()
+    missing: tuple[str, ...] = field(default=())
+
+    @property
+    def cwe_name(self) -> str:
+        return CWE_NAMES[self.cwe]
+
+    @property
+    def namespace(self) -> str:
+        return self.provider_namespace or PLACEHOLDER_NAMESPACE
+
+    @property
+    def provider_name(self) -> str:
+        return self.provider or "the provider"
+
+    @property
+    def org_id(self) -> str:
+        return self.cna_org_id or NIL_ORG_ID
+
+
+_DATETIMES = {"reported_at", "awareness_time", "notified_at"}
+_LISTS = {"data_exposed", "data_not_exposed", "went_well", "went_wrong", "lucky"}
+_NUMBERS = {"traffic_gap_minutes", "timeline_tolerance_minutes"}
+# keys a document needs; missing ones are listed in the index (placeholders in the documents)
+NEEDED = ("provider", "provider_namespace", "contact", "dpo_contact", "reporter", "awareness_time",
+          "lead_supervisory_authority", "cna_org_id")
+
+
+def parse_disclosure(raw: dict[str, Any], incident_id: str) -> Disclosure:
+    """Typed [disclosure] from the case's `disclosure` table (JSON values). Bad values raise KvirError
+    naming the key; unknown keys are kept aside and reported as warnings."""
+    def err(key: str, msg: str) -> KvirError:
+        return KvirError(msg, key=f"disclosure.{key}")
+
+    kw: dict[str, Any] = {}
+    names = {f.name for f in fields(Disclosure)} - {"unknown_keys", "missing"}
+    unknown = tuple(sorted(k for k in raw if k not in names))
+    for k, v in raw.items():
+        if k not in names:
+            continue
+        if k in _DATETIMES:
+            kw[k] = parse_utc(v, lambda m, k=k: err(k, m))
+        elif k == "fixed_release_date":
+            try:
+                kw[k] = dt.date.fromisoformat(str(v)[:10])
+            except ValueError:
+                raise err(k, f"expected a date like 2026-10-19, got {v!r}") from None
+        elif k in _LISTS:
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise err(k, "expected a list of strings")
+            kw[k] = tuple(v)
+        elif k in _NUMBERS:
+            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+                raise err(k, f"expected a non-negative number of minutes, got {v!r}")
+            kw[k] = float(v)
+        elif k == "action_items":
+            if not isinstance(v, list) or not all(isinstance(x, dict) and isinstance(x.get("title"), str) for x in v):
+                raise err(k, "expected an array of tables with at least a title: [[disclosure.action_items]]")
+            kw[k] = tuple(ActionItem(str(x["title"]), str(x.get("type", "prevent")), str(x.get("owner", "")),
+                                     str(x.get("bug", ""))) for x in v)
+        else:
+            if not isinstance(v, str):
+                raise err(k, f"expected a string, got {v!r}")
+            kw[k] = v.strip()
+    d = Disclosure(**kw)
+    if d.tlp not in TLP_LABELS:
+        raise err("tlp", f"expected one of {', '.join(TLP_LABELS)}")
+    if d.csaf_status not in CSAF_STATUSES:
+        raise err("csaf_status", f"expected one of {', '.join(CSAF_STATUSES)}")
+    if d.cwe not in CWE_NAMES:
+        raise err("cwe", f"expected one of {', '.join(CWE_NAMES)}")
+    if d.gdpr_role not in ("processor", "controller"):
+        raise err("gdpr_role", "expected processor or controller")
+    if d.provider_namespace and not re.match(r"^https?://[^\s/]+", d.provider_namespace):
+        raise err("provider_namespace", "expected an http(s) URL, e.g. https://inference.example.com")
+    if d.cna_org_id and not re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-5][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}",
+                                         d.cna_org_id):
+        raise err("cna_org_id", "expected a UUID")
+    for k in ("public_report_url", "advisory_url", "upstream_issue", "engine_repo"):
+        if getattr(d, k) and not re.match(r"^https?://\S+$", getattr(d, k)):
+            raise err(k, "expected an http(s) URL")
+    missing = tuple(k for k in NEEDED if not getattr(d, k))
+    from dataclasses import replace
+
+    return replace(d, advisory_id=d.advisory_id or incident_id, unknown_keys=unknown, missing=missing)
