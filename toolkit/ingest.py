@@ -20,11 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from . import formats as fmts
 from .case import Case
 from .errors import InputError
 from .formats import FORMATS, RECORD_COLUMN_NAMES, RECORD_COLUMNS, Format
-from .lines import DEFAULT_MAX_LINE_BYTES, compression_of, head_lines, line_reader
+from .lines import DEFAULT_MAX_LINE_BYTES, compression_of, head_lines, iter_line_batches, line_reader
+from .lines import SCHEMA as LINE_SCHEMA
 from .progress import ByteCounter, Reporter
 from .spec import MAPPABLE_FIELDS, IncidentSpec, SourceSpec
 from .timezones import SourceTz, parse_source_tz
@@ -270,51 +275,89 @@ def _settle(i: int, files: list[Path], key: tuple, fmt: Format, how: str, ss: So
 # ----------------------------------------------------------------------------------------- ingesting
 
 def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Reporter | None = None) -> dict[str, Any]:
-    """Normalise every source into the case and build `requests`. Returns per-source counts."""
+    """Normalise every source into the case and build `requests`. Returns per-source counts.
+
+    Text sources of one format go through their adapter in one batch (every row tagged with its
+    source_id): a query's planning costs tens of milliseconds, which a folder of thousands of small
+    gateway pages must not pay per file. Parquet sources stay in place behind views."""
     con = case.con
     reporter = reporter or Reporter(enabled=False)
     case.run("case/create_tables")
     t_all = time.perf_counter()
-    all_bytes = float(sum(p.stat().st_size for s in sources for p in s.paths)) or 1.0
+    sizes = {s.source_id: sum(p.stat().st_size for p in s.paths) for s in sources}
+    for src in sources:
+        _register_source(case, src, opts, sizes[src.source_id])
+    all_bytes = float(sum(sizes.values())) or 1.0
     bar = reporter.add_task(f"read {len(sources)} input{'s' * (len(sources) != 1)}", total=all_bytes)
     done = 0.0
+    batches: dict[tuple[str, str], list[Source]] = {}
     for src in sources:
-        t0 = time.perf_counter()
-        sizes = [p.stat().st_size for p in src.paths]
-        digest = _sha256(src.paths) if opts.hash_inputs else None
-        con.execute(
-            "INSERT INTO sources (source_id, label, format, chosen_by, files, size_bytes, sha256, compression, "
-            "source_tz, served_model, served_model_source, node, role, year, notes) "
-            "VALUES ($id, $label, $format, $how, $files, $size, $sha, $comp, $tz, $model, $model_src, $node, $role, $year, $notes)",
-            {"id": src.source_id, "label": src.label, "format": src.format.name, "how": src.chosen_by,
-             "files": [str(p) for p in src.paths], "size": sum(sizes), "sha": digest,
-             "comp": compression_of(src.paths[0]) if not src.is_view else None,
-             "tz": src.tz.text if src.tz else None, "model": src.served_model,
-             "model_src": src.served_model_source or None, "node": src.node, "role": src.role,
-             "year": src.year, "notes": src.notes})
-        _write_settings(case, src, opts)
-        label = f"read {src.source_id}/{len(sources)} {Path(src.label).name}"
         if src.is_view:
-            reporter.run(label, lambda: _ingest_parquet(case, src), con=con, task=bar, base=done, span=sum(sizes))
+            t0 = time.perf_counter()
+            reporter.run(f"read {Path(src.label).name}", lambda s=src: _ingest_parquet(case, s), con=con,
+                         task=bar, base=done, span=sizes[src.source_id])
+            _set_seconds(case, [src], time.perf_counter() - t0)
+            done += sizes[src.source_id]
         else:
-            counter = ByteCounter()
-            compressed = compression_of(src.paths[0]) is not None
-            reporter.run(label, lambda: _ingest_text(case, src, opts, counter.add), counter=counter,
-                         total=None if compressed else sum(sizes), con=con, task=bar, base=done, span=sum(sizes))
-        done += sum(sizes)
-        con.execute("UPDATE sources SET seconds = $s WHERE source_id = $id",
-                    {"s": round(time.perf_counter() - t0, 3), "id": src.source_id})
-        case.manifest["inputs"].append({
-            "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
-            "files": [{"path": str(p), "size_bytes": s} for p, s in zip(src.paths, sizes)],
-            "sha256": digest, "source_tz": src.tz.text if src.tz else None,
-            "served_model": src.served_model, "served_model_source": src.served_model_source,
-            "node": src.node, "role": src.role, "notes": src.notes})
+            batches.setdefault((src.format.name, _variant(src)), []).append(src)
+    for (fmt, _), group in batches.items():
+        t0 = time.perf_counter()
+        span = float(sum(sizes[s.source_id] for s in group))
+        counter = ByteCounter()
+        compressed = any(compression_of(s.paths[0]) for s in group)
+        label = f"read {len(group)} {fmt} file{'s' * (len(group) != 1)}"
+        reporter.run(label, lambda g=group: _ingest_batch(case, g, opts, counter.add), counter=counter,
+                     total=None if compressed else span, con=con, task=bar, base=done, span=span)
+        _set_seconds(case, group, time.perf_counter() - t0)
+        done += span
     reporter.describe(bar, f"read {len(sources)} input{'s' * (len(sources) != 1)}")
     _build_records_view(case, sources)
     reporter.run("merge records into requests", lambda: _build_requests(case, sources), con=con)
     case.manifest["timings"]["ingest_s"] = round(time.perf_counter() - t_all, 3)
     return source_counts(case)
+
+
+def _register_source(case: Case, src: Source, opts: IngestOptions, size: int) -> None:
+    """The sources row, the source's settings row, and its manifest entry (with SHA-256)."""
+    digest = _sha256(src.paths) if opts.hash_inputs else None
+    case.con.execute(
+        "INSERT INTO sources (source_id, label, format, chosen_by, files, size_bytes, sha256, compression, "
+        "source_tz, served_model, served_model_source, node, role, year, notes) "
+        "VALUES ($id, $label, $format, $how, $files, $size, $sha, $comp, $tz, $model, $model_src, $node, $role, $year, $notes)",
+        {"id": src.source_id, "label": src.label, "format": src.format.name, "how": src.chosen_by,
+         "files": [str(p) for p in src.paths], "size": size, "sha": digest,
+         "comp": compression_of(src.paths[0]) if not src.is_view else None,
+         "tz": src.tz.text if src.tz else None, "model": src.served_model,
+         "model_src": src.served_model_source or None, "node": src.node, "role": src.role,
+         "year": src.year, "notes": src.notes})
+    case.con.execute(
+        "INSERT INTO source_settings VALUES ($id, $tz, $off, $model, $node, $role, $year, $keep, $maxb)",
+        {"id": src.source_id, "tz": src.tz.iana if src.tz else None,
+         "off": src.tz.offset_minutes if src.tz else None, "model": src.served_model,
+         "node": src.node, "role": src.role, "year": src.year, "keep": opts.keep_raw,
+         "maxb": opts.max_line_bytes})
+    case.manifest["inputs"].append({
+        "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
+        "files": [{"path": str(p), "size_bytes": p.stat().st_size} for p in src.paths],
+        "sha256": digest, "source_tz": src.tz.text if src.tz else None,
+        "served_model": src.served_model, "served_model_source": src.served_model_source,
+        "node": src.node, "role": src.role, "notes": src.notes})
+
+
+def _set_seconds(case: Case, group: list[Source], seconds: float) -> None:
+    """Time spent, shared evenly by the sources of one batch."""
+    for s in group:
+        case.con.execute("UPDATE sources SET seconds = $s WHERE source_id = $id",
+                         {"s": round(seconds / len(group), 4), "id": s.source_id})
+
+
+def _variant(src: Source) -> str:
+    """Sources of one format that need different readers go in different batches."""
+    if src.format.reader == "json-records":
+        return "document" if _is_json_document(src.paths[0]) else "lines"
+    if src.format.reader in ("csv-mapped", "jsonl-mapped"):
+        return f"file{src.source_id}"   # each mapped file has its own columns
+    return "lines"
 
 
 def _build_requests(case: Case, sources: list[Source]) -> None:
@@ -337,81 +380,108 @@ def _sha256(paths: list[Path]) -> str:
     return "sha256-of-files:" + hashlib.sha256("\n".join(digests).encode()).hexdigest()
 
 
-def _write_settings(case: Case, src: Source, opts: IngestOptions) -> None:
-    name = f"src{src.source_id}_settings"
-    case.con.execute(f'CREATE OR REPLACE TABLE {name} AS SELECT '  # name: kvir-generated identifier
-                     "$id::INTEGER AS source_id, $tz::VARCHAR AS tz_iana, $off::INTEGER AS tz_offset_min, "
-                     "$model::VARCHAR AS served_model, $node::VARCHAR AS node, $role::VARCHAR AS role, "
-                     "$year::INTEGER AS year, $keep::BOOLEAN AS keep_raw, $maxb::BIGINT AS max_line_bytes",
-                     {"id": src.source_id, "tz": src.tz.iana if src.tz else None,
-                      "off": src.tz.offset_minutes if src.tz else None, "model": src.served_model,
-                      "node": src.node, "role": src.role, "year": src.year, "keep": opts.keep_raw,
-                      "maxb": opts.max_line_bytes})
+_BATCH_SCHEMA = pa.schema([("source_id", pa.int32())] + list(LINE_SCHEMA))
 
 
-def _ingest_text(case: Case, src: Source, opts: IngestOptions, on_bytes=None) -> None:
+def _tag(batch: pa.RecordBatch, source_id: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [pa.array(np.full(batch.num_rows, source_id, np.int32))] + batch.columns, schema=_BATCH_SCHEMA)
+
+
+def _lines_of(group: list[Source], opts: IngestOptions, on_bytes=None) -> pa.RecordBatchReader:
+    """The numbered lines of every file in the group, one stream, each row tagged with its source_id."""
+    def batches():
+        for src in group:
+            for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes):
+                yield _tag(b, src.source_id)
+    return pa.RecordBatchReader.from_batches(_BATCH_SCHEMA, batches())
+
+
+def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes=None) -> None:
     con = case.con
-    stage = f"src{src.source_id}_stage"
-    inputs = {"input": f"src{src.source_id}_input", "settings": f"src{src.source_id}_settings"}
-    reader = src.format.reader
-    if reader == "lines":
-        con.register(inputs["input"], line_reader(src.paths[0], opts.max_line_bytes, on_bytes))
+    fmt = group[0].format
+    name = f"batch{group[0].source_id}_input"
+    reader = fmt.reader
+    if reader == "lines" or (reader == "json-records" and _variant(group[0]) == "lines"):
+        con.register(name, _lines_of(group, opts, on_bytes))
     elif reader == "json-records":
-        _register_json_records(case, src, inputs["input"], opts)
+        con.register(name, _json_documents(case, group))
     elif reader == "jsonl-mapped":
-        _register_jsonl_mapped(case, src, inputs["input"], opts)
+        con.register(name, _register_jsonl_mapped(case, group[0], opts))
     elif reader == "csv-mapped":
-        _register_csv_mapped(case, src, inputs["input"])
+        con.register(name, _register_csv_mapped(case, group[0]))
     else:
-        raise InputError(f"format {src.format.name} has no reader {reader!r}")
-    sql = case.compile(src.format.adapter, inputs)
+        raise InputError(f"format {fmt.name} has no reader {reader!r}")
+    sql = case.compile(fmt.adapter, {"input": name, "settings": "source_settings"})
+    stage = f"batch{group[0].source_id}_stage"
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {stage} AS {sql}")
-    except Exception as e:  # a reader error (e.g. a truncated gzip member) names the file
-        raise InputError(f"cannot read as {src.format.name}: {e}", path=src.label) from None
+    except Exception as e:  # a reader error (e.g. a truncated gzip member) names the files
+        where = group[0].label if len(group) == 1 else f"{group[0].label} (+{len(group) - 1} more {fmt.name} files)"
+        raise InputError(f"cannot read as {fmt.name}: {e}", path=where) from None
     finally:
         try:
-            con.unregister(inputs["input"])
+            con.unregister(name)
         except Exception:
             pass
     case.run("case/stage_to_tables", inputs={"stage": stage})
     con.execute(f"DROP TABLE {stage}")
 
 
-def _register_json_records(case: Case, src: Source, name: str, opts: IngestOptions) -> None:
-    """NDJSON: numbered lines. A JSON document with a "result" array (a REST API page, compact or
-    pretty-printed): its records, numbered 1..n in page order, each re-serialised as one line. A document
-    that does not parse becomes one quarantined record (nothing is guessed)."""
+def _is_json_document(path: Path) -> bool:
+    """A JSON document (a REST API page, compact or pretty-printed) rather than NDJSON."""
     import json as _json
 
-    path = src.paths[0]
     first = next((x for x in head_lines(path, max_lines=20) if x.strip()), "")
     try:
         obj = _json.loads(first)
-        is_doc = isinstance(obj, dict) and "result" in obj
+        return isinstance(obj, dict) and "result" in obj
     except ValueError:
-        is_doc = first.strip() in ("{", "[") or first.lstrip().startswith('{"result"')
-    if not is_doc:
-        case.con.register(name, line_reader(path, opts.max_line_bytes))
-        return
+        return first.strip() in ("{", "[") or first.lstrip().startswith('{"result"')
+
+
+_PAGE_SQL = ("WITH d AS (SELECT filename, result FROM read_json($p, columns = {'result': 'JSON[]'}, format = 'auto', "
+             "maximum_object_size = 2147483647, filename = true)) "
+             "SELECT d.filename, u.i::BIGINT AS line_no, encode(u.rec::VARCHAR) AS line, "
+             "strlen(u.rec::VARCHAR)::BIGINT AS line_bytes, false AS repaired "
+             "FROM d, unnest(d.result) WITH ORDINALITY AS u(rec, i) "
+             "UNION ALL SELECT d.filename, -1, NULL, NULL, NULL FROM d WHERE d.result IS NULL")
+
+
+def _json_documents(case: Case, group: list[Source]) -> pa.Table:
+    """REST API pages: the records of each page, numbered 1..n in page order, one per row. Read in one
+    query; when that fails (a malformed page), page by page, and a page that cannot be read at all
+    becomes one quarantined record (the adapter says why)."""
+    ids = pa.table({"filename": [str(s.paths[0]) for s in group], "source_id": pa.array([s.source_id for s in group], pa.int32())})
     try:
-        tbl = case.con.sql(
-            "WITH d AS (SELECT result FROM read_json($p, columns = {'result': 'JSON[]'}, format = 'auto', "
-            "maximum_object_size = 2147483647)) "
-            "SELECT u.i::BIGINT AS line_no, encode(u.rec::VARCHAR) AS line, strlen(u.rec::VARCHAR)::BIGINT AS line_bytes, "
-            "false AS repaired FROM d, unnest(d.result) WITH ORDINALITY AS u(rec, i) "
-            "UNION ALL SELECT -1, NULL, NULL, NULL FROM d WHERE d.result IS NULL ORDER BY 1",
-            params={"p": str(path)}).to_arrow_table()
-        if tbl.num_rows and tbl.column("line_no")[0].as_py() == -1:
+        tbl = case.con.sql(_PAGE_SQL, params={"p": [str(s.paths[0]) for s in group]}).to_arrow_table()
+        bad = pc.equal(tbl.column("line_no"), -1)
+        if pc.any(bad).as_py():
             raise ValueError("a JSON document without a result array")
-    except Exception:  # not a page we can read: the whole document is one quarantined record
+        parts = [tbl]
+    except Exception:
+        parts = [_one_document(case, s) for s in group]
+        return pa.concat_tables(parts).combine_chunks()
+    joined = case.con.sql("SELECT i.source_id, t.line_no, t.line, t.line_bytes, t.repaired FROM tbl AS t "
+                          "JOIN ids AS i USING (filename) ORDER BY i.source_id, t.line_no").to_arrow_table()
+    return joined
+
+
+def _one_document(case: Case, src: Source) -> pa.Table:
+    try:
+        tbl = case.con.sql(_PAGE_SQL, params={"p": [str(src.paths[0])]}).to_arrow_table()
+        if pc.any(pc.equal(tbl.column("line_no"), -1)).as_py():
+            raise ValueError("a JSON document without a result array")
+        tbl = tbl.drop_columns(["filename"])
+    except Exception:
         from .lines import open_maybe_compressed
 
-        with open_maybe_compressed(path) as f:
+        with open_maybe_compressed(src.paths[0]) as f:
             doc = f.read().decode("utf-8", "replace")
         tbl = case.con.sql("SELECT 1::BIGINT AS line_no, encode($d) AS line, strlen($d)::BIGINT AS line_bytes, "
                            "false AS repaired", params={"d": doc}).to_arrow_table()
-    case.con.register(name, tbl)
+    return tbl.add_column(0, "source_id", pa.array(np.full(tbl.num_rows, src.source_id, np.int32))) \
+        .cast(_BATCH_SCHEMA)
 
 
 def _mapping(src: Source, available: list[str]) -> dict[str, str]:
@@ -454,8 +524,12 @@ def _mapped_projection(cols: dict[str, str], types: dict[str, str], available: l
     return ", ".join(parts)
 
 
-def _register_csv_mapped(case: Case, src: Source, name: str) -> None:
+def _register_csv_mapped(case: Case, src: Source) -> pa.Table:
+    """A CSV with a header, mapped columns. DuckDB's reader (all values as text) with rejected rows
+    stored: those keep DuckDB's line numbers, good rows take the remaining ones in order (line 1 is
+    the header), so every row of the file comes out once."""
     con = case.con
+    name = f"csv{src.source_id}"
     path = str(src.paths[0])
     rt, rs = f"src{src.source_id}_rejects", f"src{src.source_id}_rejscan"
     read = ("read_csv($p, all_varchar = true, header = true, store_rejects = true, "
@@ -467,25 +541,23 @@ def _register_csv_mapped(case: Case, src: Source, name: str) -> None:
     available = [r[0] for r in desc]
     cols = _mapping(src, available)
     proj = _mapped_projection(cols, {c: "VARCHAR" for c in available}, available)
-    good = con.execute(f"SELECT row_number() OVER () AS n, NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, {proj} "
-                       f"FROM {read}", {"p": path, "rt": rt, "rs": rs}).to_arrow_table()
-    # Rejected rows keep DuckDB's line numbers; good rows take the remaining line numbers in order
-    # (line 1 is the header).
+    good = con.sql(f"SELECT row_number() OVER () AS n, NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, {proj} "
+                   f"FROM {read}", params={"p": path, "rt": rt, "rs": rs}).to_arrow_table()
     con.register(f"{name}_good", good)
     con.execute(f"CREATE OR REPLACE TEMP TABLE {name}_rej AS SELECT line::BIGINT AS line_no, "
                 f"error_type || ': ' || left(error_message, 120) AS _problem, csv_line AS _raw FROM {rt}")
-    tbl = con.execute(f"""
+    tbl = con.sql(f"""
         WITH total AS (SELECT (SELECT count(*) FROM {name}_good) + (SELECT count(*) FROM {name}_rej) AS n),
         free AS (SELECT l AS line_no, row_number() OVER (ORDER BY l) AS k
                  FROM total, range(2, total.n + 2) AS r(l)
                  WHERE l NOT IN (SELECT line_no FROM {name}_rej))
-        SELECT free.line_no, g.* EXCLUDE (n) FROM {name}_good AS g JOIN free ON free.k = g.n
+        SELECT $sid::INTEGER AS source_id, free.line_no, g.* EXCLUDE (n) FROM {name}_good AS g JOIN free ON free.k = g.n
         UNION ALL
-        SELECT r.line_no, r._problem, r._raw, {', '.join('NULL AS ' + c for c in _generic_columns()[3:])}
+        SELECT $sid::INTEGER, r.line_no, r._problem, r._raw, {', '.join('NULL AS ' + c for c in _generic_columns()[3:])}
         FROM {name}_rej AS r
-        ORDER BY 1""").to_arrow_table()
+        ORDER BY 2""", params={"sid": src.source_id}).to_arrow_table()
     con.unregister(f"{name}_good")
-    con.register(name, tbl)
+    return tbl
 
 
 def _generic_columns() -> list[str]:
@@ -496,9 +568,10 @@ def _generic_columns() -> list[str]:
     return cols
 
 
-def _register_jsonl_mapped(case: Case, src: Source, name: str, opts: IngestOptions) -> None:
+def _register_jsonl_mapped(case: Case, src: Source, opts: IngestOptions) -> pa.Table:
     """JSON Lines with mapped keys: each mapped key is a (possibly dotted) JSON path, bound as a value."""
     con = case.con
+    name = f"jsonl{src.source_id}"
     con.register(f"{name}_lines", line_reader(src.paths[0], opts.max_line_bytes))
     first = next((json_line for json_line in head_lines(src.paths[0], 50) if json_line.strip()), "{}")
     import json as _json
@@ -532,19 +605,20 @@ def _register_jsonl_mapped(case: Case, src: Source, name: str, opts: IngestOptio
         else:
             parts.append(f"NULL::VARCHAR AS {f_}_text")
     params["maxb"] = opts.max_line_bytes
-    tbl = con.execute(f"""
+    params["sid"] = src.source_id
+    tbl = con.sql(f"""
         WITH l AS (SELECT line_no, line_bytes, rtrim(decode(line), chr(13) || chr(10)) AS text FROM {name}_lines),
         v AS (SELECT *, line_bytes <= $maxb AND json_valid(text) AND json_type(text) = 'OBJECT' AS ok FROM l)
-        SELECT line_no,
+        SELECT $sid::INTEGER AS source_id, line_no,
             CASE WHEN trim(text) = '' THEN 'blank line'
                  WHEN line_bytes > $maxb THEN 'line longer than ' || $maxb || ' bytes'
                  WHEN NOT json_valid(text) THEN 'malformed JSON'
                  WHEN NOT ok THEN 'JSON value is not an object' END AS _problem,
             CASE WHEN NOT ok THEN text END AS _raw,
             {', '.join(parts)}
-        FROM v ORDER BY line_no""", params).to_arrow_table()
+        FROM v ORDER BY line_no""", params=params).to_arrow_table()
     con.unregister(f"{name}_lines")
-    con.register(name, tbl)
+    return tbl
 
 
 def _json_path(key: str) -> str:
@@ -564,10 +638,10 @@ def _ingest_parquet(case: Case, src: Source) -> None:
     types = {r[0]: r[1] for r in desc}
     cols = _mapping(src, available)
     proj = _mapped_projection(cols, types, available)
-    con.execute(f"CREATE OR REPLACE VIEW src{src.source_id}_input AS SELECT file_row_number + 1 AS line_no, "
-                f"NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, {proj} FROM {raw}")
-    sql = case.compile(src.format.adapter, {"input": f"src{src.source_id}_input",
-                                                "settings": f"src{src.source_id}_settings"})
+    # A view cannot take bound parameters; the source id is a kvir-generated integer (int() makes sure).
+    con.execute(f"CREATE OR REPLACE VIEW src{src.source_id}_input AS SELECT {int(src.source_id)}::INTEGER AS source_id, "
+                f"file_row_number + 1 AS line_no, NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, {proj} FROM {raw}")
+    sql = case.compile(src.format.adapter, {"input": f"src{src.source_id}_input", "settings": "source_settings"})
     con.execute(f"CREATE OR REPLACE VIEW records_src{src.source_id} AS {sql}")
     case.run("case/view_counts", {"source_id": src.source_id},
              inputs={"records": f"records_src{src.source_id}"})

@@ -1,13 +1,13 @@
 -- cloudflare_gateway: Cloudflare AI Gateway log objects (REST API pages or NDJSON) as request records.
 -- Params: none
--- Inputs: __input__ (numbered records: line_no, line, line_bytes), __settings__ (one row: the source's settings)
+-- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
 --
 -- Fields (developers.cloudflare.com, AI Gateway logs API): id, created_at (RFC 3339, UTC), model,
 -- provider, status_code, success, tokens_in, tokens_out, duration (ms), cached, metadata (a JSON
 -- *string* from the cf-aig-metadata header; customer ids live there). A REST page keeps its records in
 -- "result": the reader numbers them 1..n in page order (source_line is then the record's index).
 WITH lines AS (
-    SELECT i.line_no, i.line_bytes, rtrim(decode(i.line), chr(13) || chr(10)) AS text
+    SELECT i.source_id, i.line_no, i.line_bytes, rtrim(decode(i.line), chr(13) || chr(10)) AS text
     FROM __input__ AS i
 ),
 parsed AS (
@@ -16,7 +16,7 @@ parsed AS (
              THEN from_json(l.text, '{"id":"VARCHAR","created_at":"VARCHAR","model":"VARCHAR","provider":"VARCHAR",
                   "status_code":"VARCHAR","success":"VARCHAR","tokens_in":"VARCHAR","tokens_out":"VARCHAR",
                   "duration":"VARCHAR","cached":"VARCHAR","metadata":"JSON"}') END AS j
-    FROM lines AS l, __settings__ AS s
+    FROM lines AS l JOIN __settings__ AS s ON s.source_id = l.source_id
 ),
 meta AS (
     SELECT p.*,
@@ -36,7 +36,7 @@ fields AS (
         kvir_count(m.j.tokens_out) AS tokens_out,
         TRY_CAST(m.j.status_code AS INTEGER) AS status,
         TRY_CAST(m.j.duration AS DOUBLE) AS duration_ms
-    FROM meta AS m, __settings__ AS s
+    FROM meta AS m JOIN __settings__ AS s ON s.source_id = m.source_id
 ),
 judged AS (
     SELECT f.*,
@@ -56,7 +56,7 @@ judged AS (
             WHEN kvir_text(f.j.model) IS NULL THEN 'missing field: model'
             WHEN f.j.tokens_in IS NOT NULL AND f.tokens_in IS NULL THEN 'tokens_in is not a non-negative integer'
         END AS reason
-    FROM fields AS f, __settings__ AS s
+    FROM fields AS f JOIN __settings__ AS s ON s.source_id = f.source_id
 )
 SELECT
     s.source_id::INTEGER AS source_id,
@@ -86,4 +86,4 @@ SELECT
     NULL::VARCHAR AS decode_node,
     NULL::BIGINT AS prefill_tokens,
     CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j.text END AS raw
-FROM judged AS j, __settings__ AS s
+FROM judged AS j JOIN __settings__ AS s ON s.source_id = j.source_id

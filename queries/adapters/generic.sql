@@ -1,6 +1,6 @@
 -- generic: any CSV / JSON Lines / Parquet source whose columns are mapped in incident.toml, as request records.
 -- Params: none
--- Inputs: __input__ (mapped columns, see below), __settings__ (one row: the source's settings)
+-- Inputs: __input__ (source_id, line_no, mapped columns, see below), __settings__ (one row per source_id: its settings)
 --
 -- The reader (toolkit/ingest.py) maps the user's columns onto fixed names, whitelisting each column
 -- against the file's schema; unmapped fields are NULL. Time columns arrive split by type:
@@ -16,7 +16,7 @@ WITH fields AS (
         TRY_CAST(i.latency_s AS DOUBLE) AS lat,
         kvir_count(i.prompt_tokens) AS n_prompt,
         TRY_CAST(i.http_status AS INTEGER) AS status
-    FROM __input__ AS i, __settings__ AS s
+    FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
 ),
 timed AS (
     SELECT f.*,
@@ -49,7 +49,7 @@ judged AS (
             WHEN t.http_status IS NOT NULL AND t.status IS NULL
                 THEN 'http_status is not an integer: ' || left(CAST(t.http_status AS VARCHAR), 40)
         END AS reason
-    FROM timed AS t, __settings__ AS s
+    FROM timed AS t JOIN __settings__ AS s ON s.source_id = t.source_id
 )
 SELECT
     s.source_id::INTEGER AS source_id,
@@ -77,4 +77,4 @@ SELECT
     CASE WHEN j.kind = 'request' THEN coalesce(kvir_text(j.decode_node), CASE WHEN s.role IN ('decode', 'mixed') THEN s.node END) END AS decode_node,
     CASE WHEN j.kind = 'request' THEN kvir_count(j.prefill_tokens) END AS prefill_tokens,
     CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j._raw END AS raw
-FROM judged AS j, __settings__ AS s
+FROM judged AS j JOIN __settings__ AS s ON s.source_id = j.source_id

@@ -1,17 +1,17 @@
 -- sglang_json: SGLang request-log lines in JSON (--log-requests-format json) as request records.
 -- Params: none
--- Inputs: __input__ (numbered lines: line_no, line, line_bytes), __settings__ (one row: the source's settings)
+-- Inputs: __input__ (numbered lines: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
 --
 -- One JSON object per line: {"timestamp": <host-local naive ISO>, "event": "request.received" |
 -- "request.finished", "rid": ..., "obj": {...}, "out": {"meta_info": {...}}}. Only request.finished is
 -- a request; its timestamp is the finish time, so the start is timestamp - e2e_latency (seconds).
 -- The model is the server's served model (settings.served_model); PD copies share obj.bootstrap_room.
 WITH lines AS (
-    SELECT i.line_no, i.line_bytes, rtrim(decode(i.line), chr(13) || chr(10)) AS text
+    SELECT i.source_id, i.line_no, i.line_bytes, rtrim(decode(i.line), chr(13) || chr(10)) AS text
     FROM __input__ AS i
 ),
 parsed AS (
-    SELECT l.line_no, l.line_bytes, l.text,
+    SELECT l.source_id, l.line_no, l.line_bytes, l.text,
            CASE WHEN l.line_bytes <= s.max_line_bytes AND json_valid(l.text) AND json_type(l.text) = 'OBJECT'
                 THEN from_json(l.text, '{"timestamp":"VARCHAR","event":"VARCHAR","rid":"VARCHAR",
                     "obj":{"rid":"VARCHAR","bootstrap_room":"VARCHAR"},
@@ -19,10 +19,10 @@ parsed AS (
                         "cached_tokens":"VARCHAR","e2e_latency":"VARCHAR",
                         "finish_reason":{"type":"VARCHAR","status_code":"VARCHAR"}}}}')
            END AS j
-    FROM lines AS l, __settings__ AS s
+    FROM lines AS l JOIN __settings__ AS s ON s.source_id = l.source_id
 ),
 fields AS (
-    SELECT p.line_no, p.line_bytes, p.text, p.j,
+    SELECT p.source_id, p.line_no, p.line_bytes, p.text, p.j,
            kvir_text(coalesce(p.j.rid, p.j.obj.rid, p.j.out.meta_info.id)) AS rid,
            kvir_text(p.j.obj.bootstrap_room) AS room,
            kvir_count(p.j.out.meta_info.prompt_tokens) AS prompt_tokens,
@@ -32,7 +32,7 @@ fields AS (
            p.j.out.meta_info.finish_reason.type AS ftype,
            TRY_CAST(p.j.out.meta_info.finish_reason.status_code AS INTEGER) AS fstatus,
            kvir_parse_ts(p.j.timestamp, s.tz_iana, s.tz_offset_min) AS ts_fin
-    FROM parsed AS p, __settings__ AS s
+    FROM parsed AS p JOIN __settings__ AS s ON s.source_id = p.source_id
 ),
 classified AS (
     SELECT f.*,
@@ -61,7 +61,7 @@ classified AS (
             WHEN f.latency_s IS NULL THEN 'missing or non-numeric field: out.meta_info.e2e_latency'
             WHEN f.latency_s < 0 THEN 'negative e2e_latency'
             END AS reason
-    FROM fields AS f, __settings__ AS s
+    FROM fields AS f JOIN __settings__ AS s ON s.source_id = f.source_id
 )
 SELECT
     s.source_id::INTEGER AS source_id,
@@ -87,4 +87,4 @@ SELECT
     CASE WHEN s.role = 'decode' OR s.role = 'mixed' THEN s.node END AS decode_node,
     CASE WHEN c.kind = 'request' AND s.role = 'prefill' THEN c.prompt_tokens END AS prefill_tokens,
     CASE WHEN c.kind = 'bad' AND s.keep_raw THEN c.text END AS raw
-FROM classified AS c, __settings__ AS s
+FROM classified AS c JOIN __settings__ AS s ON s.source_id = c.source_id

@@ -1,6 +1,6 @@
 -- sglang_text: SGLang request-log lines in text (Finish: obj=... out={'meta_info': ...}) as request records.
 -- Params: none
--- Inputs: __input__ (numbered lines: line_no, line, line_bytes), __settings__ (one row: the source's settings)
+-- Inputs: __input__ (numbered lines: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
 --
 -- Lines look like `[2026-08-31 03:03:03] Finish: obj=GenerateReqInput(..., bootstrap_room=N, ...),
 -- out={'meta_info': {'id': '<rid>', 'finish_reason': {'type': 'length', 'length': 812}, 'prompt_tokens':
@@ -10,7 +10,7 @@
 -- log levels 2/3 comes earlier in the line and cannot spoof them). Receive lines are counted, not requests;
 -- every other server line is counted as an "other log line".
 WITH lines AS (
-    SELECT i.line_no, i.line_bytes, rtrim(decode(i.line), chr(13) || chr(10)) AS text
+    SELECT i.source_id, i.line_no, i.line_bytes, rtrim(decode(i.line), chr(13) || chr(10)) AS text
     FROM __input__ AS i
 ),
 base AS (
@@ -36,7 +36,7 @@ fields AS (
         nullif(regexp_extract(f.meta, '''finish_reason'': \{''type'': ''(\w+)''', 1), '') AS ftype,
         TRY_CAST(nullif(regexp_extract(f.meta, '''finish_reason'': \{[^}]*''status_code'': (\d+)', 1), '') AS INTEGER) AS fstatus,
         CASE WHEN f.event = 'finish' THEN kvir_parse_ts(nullif(f.stamp, ''), s.tz_iana, s.tz_offset_min) END AS ts_fin
-    FROM finish AS f, __settings__ AS s
+    FROM finish AS f JOIN __settings__ AS s ON s.source_id = f.source_id
 ),
 judged AS (
     SELECT f.*,
@@ -60,7 +60,7 @@ judged AS (
             WHEN f.prompt_tokens IS NULL THEN 'missing field: meta_info prompt_tokens'
             WHEN f.latency_s IS NULL THEN 'missing field: meta_info e2e_latency'
         END AS reason
-    FROM fields AS f, __settings__ AS s
+    FROM fields AS f JOIN __settings__ AS s ON s.source_id = f.source_id
 )
 SELECT
     s.source_id::INTEGER AS source_id,
@@ -86,4 +86,4 @@ SELECT
     CASE WHEN s.role = 'decode' OR s.role = 'mixed' THEN s.node END AS decode_node,
     CASE WHEN j.kind = 'request' AND s.role = 'prefill' THEN j.prompt_tokens END AS prefill_tokens,
     CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j.text END AS raw
-FROM judged AS j, __settings__ AS s
+FROM judged AS j JOIN __settings__ AS s ON s.source_id = j.source_id

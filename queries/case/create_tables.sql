@@ -28,6 +28,11 @@ CREATE TABLE IF NOT EXISTS records_text (
 CREATE TABLE IF NOT EXISTS quarantine_text (
     source_id INTEGER, source_line BIGINT, reason VARCHAR, raw VARCHAR
 );
+-- per-source reading settings, joined by every adapter ON source_id (queries/adapters/README.md)
+CREATE TABLE IF NOT EXISTS source_settings (
+    source_id INTEGER PRIMARY KEY, tz_iana VARCHAR, tz_offset_min INTEGER, served_model VARCHAR, node VARCHAR,
+    role VARCHAR, year INTEGER, keep_raw BOOLEAN, max_line_bytes BIGINT
+);
 CREATE TABLE IF NOT EXISTS source_counts (
     source_id INTEGER, kind VARCHAR, reason VARCHAR, n BIGINT
 );
