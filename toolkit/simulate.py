@@ -33,6 +33,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 UTC = dt.timezone.utc
@@ -114,6 +115,9 @@ MODELS = {
     "@cf/zai-org/glm-5.3-air": (None, 131_072),
     "@cf/qwen/qwen3-coder-1m": ("qwen-1m", CONTEXT),
 }
+MODEL_NAMES = np.array(list(MODELS))
+KINDS = ["base", "affected", "probe-short", "internal", "reject-context", "undecidable", "after-window-long",
+         "control-long"]
 
 
 @dataclass
@@ -172,18 +176,30 @@ def _prompt_lengths(rng: np.random.Generator, n: int, cap: np.ndarray) -> np.nda
     return x
 
 
+def _accounts(rng: np.random.Generator, sim: Sim) -> tuple[np.ndarray, np.ndarray]:
+    """Account names (the customers, then the researcher and the provider's test account) and the
+    customers' Zipf-skewed share of the load."""
+    n_acc = sim.accounts or max(50, min(5000, sim.requests // 40))
+    names = np.append(_account_names(rng, n_acc), [RESEARCHER, PROVIDER_QA])
+    zipf = 1.0 / np.arange(1, n_acc + 1) ** 1.1
+    return names, zipf / zipf.sum()
+
+
 def plan(sim: Sim) -> pa.Table:
     """Every request of the fleet, one row each, with what really happened to it."""
     rng = np.random.default_rng(sim.seed)
-    n_acc = sim.accounts or max(50, min(5000, sim.requests // 40))
-    names = _account_names(rng, n_acc)
-    zipf = 1.0 / np.arange(1, n_acc + 1) ** 1.1
-    zipf /= zipf.sum()
-
-    special = _special_rows(rng, names, zipf)
+    names, zipf = _accounts(rng, sim)
+    special = _special_rows(rng, len(zipf), zipf)
     n_base = max(0, sim.requests - len(special["ts_us"]))
-    ts = _diurnal_times(rng, n_base, SIM_START, SIM_END)
-    ts_dt = ts  # epoch us
+    table = _rows(sim, rng, n_base, SIM_START, SIM_END, names, zipf, special)
+    _check_plan(table)
+    return table
+
+
+def _rows(sim: Sim, rng: np.random.Generator, n_base: int, start: dt.datetime, end: dt.datetime,
+          names: np.ndarray, zipf: np.ndarray, special: dict[str, np.ndarray], engine: bool = True) -> pa.Table:
+    """n_base ordinary requests in [start, end) plus the given special rows, with their fate."""
+    ts_dt = _diurnal_times(rng, n_base, start, end)    # epoch us
     launch_us, private_us, public_us = (int(x.timestamp() * 1e6) for x in (LAUNCH, PRIVATE_FROM, PUBLIC_AGAIN))
     window_end_us = int(WINDOW_END.timestamp() * 1e6)
 
@@ -192,8 +208,7 @@ def plan(sim: Sim) -> pa.Table:
     model_idx[(model_idx == 0) & before_launch] = 2                 # no GLM-5.3 before launch
     private = (ts_dt >= private_us) & (ts_dt < public_us)
     model_idx[(model_idx == 0) & private] = 1                        # GLM-5.3 private: customers go elsewhere
-    gw_models = np.array(list(MODELS))
-    contexts = np.array([MODELS[m][1] for m in gw_models])
+    contexts = np.array([MODELS[m][1] for m in MODEL_NAMES])
     # Long-context models stop 6 tokens short of the context: from context-6 on, SGLang's own limit
     # (min(context-1, pool-1) - 5) refuses even a fixed pool, which this fleet does not model.
     cap = np.where(contexts[model_idx] == CONTEXT, LONG_CAP, contexts[model_idx] - 1)
@@ -202,124 +217,120 @@ def plan(sim: Sim) -> pa.Table:
     glm_in_window = (model_idx == 0) & (ts_dt <= window_end_us)
     cap = np.where(glm_in_window, ENGINE_LIMIT - 1, cap)
     prompt = _prompt_lengths(rng, n_base, cap)
-    acct = rng.choice(n_acc, size=n_base, p=zipf)
+    acct = rng.choice(len(zipf), size=n_base, p=zipf)
 
-    base = {
-        "ts_us": ts_dt,
-        "model": gw_models[model_idx],
-        "account_id": names[acct],
-        "prompt_tokens": prompt,
-        "kind": np.full(n_base, "base", dtype=object),
+    cols = {
+        "ts_us": np.concatenate([ts_dt, special["ts_us"]]),
+        "model": np.concatenate([model_idx, special["model"]]),
+        "account": np.concatenate([acct, special["account"]]),
+        "prompt_tokens": np.concatenate([prompt, special["prompt_tokens"]]),
+        "kind": np.concatenate([np.zeros(n_base, np.int64), special["kind"]]),
     }
-    cols = {k: np.concatenate([base[k], special[k]]) for k in base}
     order = np.argsort(cols["ts_us"], kind="stable")
     cols = {k: v[order] for k, v in cols.items()}
     n = len(cols["ts_us"])
+    kind, ts_us, model = cols["kind"], cols["ts_us"], cols["model"]
 
     completion = np.minimum(rng.geometric(1 / 400, size=n), 8192).astype(np.int64)
     status = np.full(n, 200, np.int64)
-    kind = cols["kind"]
-    status[kind == "reject-context"] = 400
-    status[kind == "undecidable"] = 504
+    status[kind == KINDS.index("reject-context")] = 400
+    status[kind == KINDS.index("undecidable")] = 504
     completion[status != 200] = 0
-    finish = np.where(completion >= 8192, "length", "stop").astype(object)
-    finish[status != 200] = "abort"
+    finish = np.where(completion >= 8192, 1, 0)            # 0 stop, 1 length, 2 abort
+    finish[status != 200] = 2
     latency = 0.05 + cols["prompt_tokens"] / 25_000 + completion / 60.0
     latency[status == 504] = 300.0
 
     # PD nodes for GLM-5.3 requests that reached the engine; the qwen node for qwen requests.
-    is_glm = cols["model"] == GW_MODEL
-    reaches = (status == 200) & np.isin(cols["model"], [GW_MODEL, "@cf/qwen/qwen3-coder-1m"])
-    prefill = np.where(is_glm & reaches, np.array([f"glm53-prefill-{i}" for i in range(4)])[rng.integers(0, 4, n)], None)
-    decode = np.where(is_glm & reaches, np.array([f"glm53-decode-{i}" for i in range(3)])[rng.choice(3, n, p=[0.35, 0.35, 0.30])], None)
-    qwen = (cols["model"] == "@cf/qwen/qwen3-coder-1m") & reaches
-    prefill = np.where(qwen, "qwen3-coder-1m-0", prefill)
-    decode = np.where(qwen, "qwen3-coder-1m-0", decode)
-    ts_py = cols["ts_us"]
+    is_glm, is_qwen = model == 0, model == 2
+    reaches = (status == 200) & (is_glm | is_qwen)
+    node_names = np.array([f"glm53-prefill-{i}" for i in range(4)] + [f"glm53-decode-{i}" for i in range(3)]
+                          + ["qwen3-coder-1m-0"])
+    prefill = np.where(is_glm, rng.integers(0, 4, n), 7)
+    decode = np.where(is_glm, 4 + rng.choice(3, n, p=[0.35, 0.35, 0.30]), 7)
     # exposure: GLM-5.3 on a prefill node whose pool at that time makes SGLang swap the prompt
     pool_now = np.full(n, POOL_FIXED)
-    for node in sim.nodes:
-        if node.role != "prefill":
-            continue
-        sel = prefill == node.name
+    for i, node in enumerate(sim.nodes[:4]):
         fix_us = int(node.starts[-1][0].timestamp() * 1e6)
-        pool_now[sel & (ts_py < fix_us)] = POOL_BUG
+        pool_now[(prefill == i) & (ts_us < fix_us)] = POOL_BUG
     limit_now = np.minimum(CONTEXT - 1, pool_now - 1) - 5
     exposed = is_glm & reaches & (cols["prompt_tokens"] >= limit_now)
-    prefill_tokens = np.where(exposed, 1, np.where(reaches, cols["prompt_tokens"], -1))
+    prefill_tokens = np.where(exposed, 1, cols["prompt_tokens"])
 
-    ts_ms = ts_py // 1000
+    def dictionary(idx: np.ndarray, values: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+        mask = None if valid is None else ~valid
+        return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32), mask=mask), pa.array(values))
+
     table = pa.table({
-        "request_id": _ulids(rng, ts_ms),
-        "ts": pa.array(ts_py, pa.timestamp("us", tz="UTC")),
+        "request_id": _ulids(rng, ts_us // 1000),
+        "ts": pa.array(ts_us, pa.timestamp("us", tz="UTC")),
         "latency_s": latency,
-        "account_id": cols["account_id"].astype(str),
-        "model": cols["model"].astype(str),
+        "account_id": dictionary(cols["account"], names),
+        "model": dictionary(model, MODEL_NAMES),
         "prompt_tokens": cols["prompt_tokens"].astype(np.int64),
         "completion_tokens": completion,
         "http_status": status,
-        "finish_reason": finish.astype(str),
-        "prefill_node": pa.array(prefill, pa.string()),
-        "decode_node": pa.array(decode, pa.string()),
-        "prefill_tokens": pa.array(np.where(prefill_tokens < 0, None, prefill_tokens), pa.int64()),
-        "prefill_rid": _hex_ids(rng, n),
-        "bootstrap_room": pa.array(rng.integers(1, 2**63 - 1, size=n, dtype=np.int64)).cast(pa.string()),
+        "finish_reason": dictionary(finish, np.array(["stop", "length", "abort"])),
+        "prefill_node": dictionary(prefill, node_names, reaches),
+        "decode_node": dictionary(decode, node_names, reaches),
+        "prefill_tokens": pa.array(prefill_tokens, pa.int64(), mask=~reaches),
         "reaches_engine": reaches,
         "exposed": exposed,
-        "kind": kind.astype(str),
+        "kind": dictionary(kind, np.array(KINDS)),
     })
-    _check_plan(table)
+    if engine:
+        table = table.append_column("prefill_rid", _hex_ids(rng, n)).append_column(
+            "bootstrap_room", pa.array(rng.integers(1, 2**63 - 1, size=n, dtype=np.int64)).cast(pa.string()))
     return table
 
 
-def _special_rows(rng: np.random.Generator, names: np.ndarray, zipf: np.ndarray) -> dict[str, np.ndarray]:
-    """The 155 exposed responses and the controls around them, placed by hand-written rules."""
-    rows: dict[str, list] = {"ts_us": [], "model": [], "account_id": [], "prompt_tokens": [], "kind": []}
+def _special_rows(rng: np.random.Generator, n_customers: int, zipf: np.ndarray) -> dict[str, np.ndarray]:
+    """The 155 exposed responses and the controls around them, placed by hand-written rules.
+    Accounts are indices into _accounts()'s names (the researcher and the provider come last)."""
+    researcher, provider = n_customers, n_customers + 1
+    rows: dict[str, list] = {"ts_us": [], "model": [], "account": [], "prompt_tokens": [], "kind": []}
 
-    def add(n: int, start: dt.datetime, end: dt.datetime, model: str, accounts, lo: int, hi: int, kind: str):
-        ts = rng.integers(int(start.timestamp() * 1e6), int(end.timestamp() * 1e6), size=n)
-        rows["ts_us"] += list(ts)
-        rows["model"] += [model] * n
-        rows["account_id"] += list(accounts if not isinstance(accounts, str) else [accounts] * n)
+    def add(n: int, start: dt.datetime, end: dt.datetime, model: str, account, lo: int, hi: int, kind: str):
+        rows["ts_us"] += list(rng.integers(int(start.timestamp() * 1e6), int(end.timestamp() * 1e6), size=n))
+        rows["model"] += [MODEL_NAMES.tolist().index(model)] * n
+        rows["account"] += list(rng.choice(n_customers, size=n, p=zipf)) if account is None else [account] * n
         rows["prompt_tokens"] += list(rng.integers(lo, hi + 1, size=n))
-        rows["kind"] += [kind] * n
+        rows["kind"] += [KINDS.index(kind)] * n
 
     customers = N_AFFECTED - N_RESEARCHER - N_PROVIDER
     # customers' long prompts, 2026-08-27 .. 2026-09-09 13:00 (before the model went private)
-    add(customers, LAUNCH + dt.timedelta(hours=1), t("2026-09-09T13:00:00"), GW_MODEL,
-        names[rng.choice(len(names), size=customers, p=zipf)], POOL_BUG + 1, LONG_CAP, "affected")
-    add(N_RESEARCHER, t("2026-09-08T09:00:00"), t("2026-09-08T15:30:00"), GW_MODEL, RESEARCHER,
+    add(customers, LAUNCH + dt.timedelta(hours=1), t("2026-09-09T13:00:00"), GW_MODEL, None,
         POOL_BUG + 1, LONG_CAP, "affected")
-    add(N_PROVIDER, t("2026-09-09T13:30:00"), t("2026-09-09T14:30:00"), GW_MODEL, PROVIDER_QA,
+    add(N_RESEARCHER, t("2026-09-08T09:00:00"), t("2026-09-08T15:30:00"), GW_MODEL, researcher,
+        POOL_BUG + 1, LONG_CAP, "affected")
+    add(N_PROVIDER, t("2026-09-09T13:30:00"), t("2026-09-09T14:30:00"), GW_MODEL, provider,
         700_000, 900_000, "affected")
     # the researcher's short probes (control: same account, not affected)
-    add(8, t("2026-09-08T09:00:00"), t("2026-09-08T15:30:00"), GW_MODEL, RESEARCHER, 1_000, 600_000, "probe-short")
+    add(8, t("2026-09-08T09:00:00"), t("2026-09-08T15:30:00"), GW_MODEL, researcher, 1_000, 600_000, "probe-short")
     # internal tests while the model was private (short prompts)
-    add(30, PRIVATE_FROM + dt.timedelta(minutes=1), PUBLIC_AGAIN - dt.timedelta(minutes=1), GW_MODEL, PROVIDER_QA,
+    add(30, PRIVATE_FROM + dt.timedelta(minutes=1), PUBLIC_AGAIN - dt.timedelta(minutes=1), GW_MODEL, provider,
         500, 200_000, "internal")
     # prompts at or above the context: refused by the tokenizer with HTTP 400 (correct behaviour)
-    add(12, LAUNCH + dt.timedelta(hours=2), t("2026-09-09T13:00:00"), GW_MODEL,
-        names[rng.choice(len(names), size=12, p=zipf)], CONTEXT, CONTEXT + 400_000, "reject-context")
+    add(12, LAUNCH + dt.timedelta(hours=2), t("2026-09-09T13:00:00"), GW_MODEL, None,
+        CONTEXT, CONTEXT + 400_000, "reject-context")
     # gateway timeouts with no usage recorded: undecidable
-    add(7, LAUNCH + dt.timedelta(hours=3), t("2026-09-09T13:00:00"), GW_MODEL,
-        names[rng.choice(len(names), size=7, p=zipf)], 1_000, LONG_CAP, "undecidable")
+    add(7, LAUNCH + dt.timedelta(hours=3), t("2026-09-09T13:00:00"), GW_MODEL, None, 1_000, LONG_CAP, "undecidable")
     # after the window: long prompts served correctly by the fixed prefill pool (not affected)
-    add(20, PUBLIC_AGAIN + dt.timedelta(minutes=5), SIM_END - dt.timedelta(hours=1), GW_MODEL,
-        names[rng.choice(len(names), size=20, p=zipf)], ENGINE_LIMIT, LONG_CAP, "after-window-long")
+    add(20, PUBLIC_AGAIN + dt.timedelta(minutes=5), SIM_END - dt.timedelta(hours=1), GW_MODEL, None,
+        ENGINE_LIMIT, LONG_CAP, "after-window-long")
     # another model with long prompts, served correctly throughout (control)
-    add(40, SIM_START, SIM_END - dt.timedelta(hours=1), "@cf/qwen/qwen3-coder-1m",
-        names[rng.choice(len(names), size=40, p=zipf)], POOL_BUG + 1, LONG_CAP, "control-long")
-    return {k: np.array(v, dtype=object if k in ("model", "account_id", "kind") else np.int64)
-            for k, v in rows.items()}
+    add(40, SIM_START, SIM_END - dt.timedelta(hours=1), "@cf/qwen/qwen3-coder-1m", None,
+        POOL_BUG + 1, LONG_CAP, "control-long")
+    return {k: np.array(v, dtype=np.int64) for k, v in rows.items()}
 
 
 def _check_plan(table: pa.Table) -> None:
     """The invariants every reference fleet must satisfy (a failed one is a bug in the simulator)."""
-    kind = np.array(table["kind"].to_pylist())
-    exposed = table["exposed"].to_numpy(zero_copy_only=False)
-    n_exp = int(exposed.sum())
+    exposed = table["exposed"]
+    n_exp = pc.sum(exposed).as_py() or 0
     assert n_exp == N_AFFECTED, f"simulator produced {n_exp} exposed responses, not {N_AFFECTED}"
-    assert set(kind[exposed]) == {"affected"}, set(kind[exposed])
+    kinds = set(pc.unique(table.filter(exposed)["kind"].cast(pa.string())).to_pylist())
+    assert kinds == {"affected"}, kinds
 
 
 # --------------------------------------------------------------------------------------------- writers
@@ -506,10 +517,11 @@ def _latency(a: str, b: str) -> str:
 
 def _truth_from_table(con: duckdb.DuckDBPyConnection) -> dict:
     """The simulator's own record of what happened (from its plan, not from any kvir query)."""
-    affected = con.execute("""
-        SELECT request_id, ts, account_id, model, prompt_tokens, prefill_node, decode_node, kind
+    affected = con.sql("""
+        SELECT request_id, ts, account_id::VARCHAR AS account_id, model::VARCHAR AS model, prompt_tokens,
+               prefill_node::VARCHAR AS prefill_node, decode_node::VARCHAR AS decode_node, kind::VARCHAR AS kind
         FROM fleet WHERE exposed ORDER BY ts, request_id""").to_arrow_table()
-    kinds = dict(con.execute("SELECT kind, count(*) FROM fleet GROUP BY kind").fetchall())
+    kinds = dict(con.execute("SELECT kind::VARCHAR, count(*) FROM fleet GROUP BY 1").fetchall())
     return {"affected": affected, "kinds": kinds,
             "total": con.execute("SELECT count(*) FROM fleet").fetchone()[0]}
 
