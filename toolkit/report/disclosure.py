@@ -200,9 +200,9 @@ def parse_disclosure(raw: dict[str, Any], incident_id: str) -> Disclosure:
         raise err("gdpr_role", "expected processor or controller")
     if d.provider_namespace and not re.match(r"^https?://[^\s/]+", d.provider_namespace):
         raise err("provider_namespace", "expected an http(s) URL, e.g. https://inference.example.com")
-    if d.cna_org_id and not re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-5][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}",
+    if d.cna_org_id and not re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}",
                                          d.cna_org_id):
-        raise err("cna_org_id", "expected a UUID")
+        raise err("cna_org_id", "expected a version-4 UUID (the CVE schema requires one)")
     for k in ("public_report_url", "advisory_url", "upstream_issue", "engine_repo"):
         if getattr(d, k) and not re.match(r"^https?://\S+$", getattr(d, k)):
             raise err(k, "expected an http(s) URL")

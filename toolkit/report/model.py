@@ -229,6 +229,7 @@ class ReplaySummary:
     verdicts: dict[str, int]
     leaked_tokens: int
     replayed: int
+    patched_rejected: int
     sources: list[SourceExposure] = field(default_factory=list)
 
     @property
@@ -478,7 +479,8 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
     if replay_ran:
         verdicts = run.rows("replay_verdicts")
         replay = ReplaySummary({v["verdict"]: int(v["n"]) for v in verdicts},
-                               sum(int(v["leaked_tokens"] or 0) for v in verdicts), sum(int(v["n"]) for v in verdicts))
+                               sum(int(v["leaked_tokens"] or 0) for v in verdicts), sum(int(v["n"]) for v in verdicts),
+                               sum(int(v["patched_rejected"] or 0) for v in verdicts))
         if case.has("replay_exposure"):
             for s in run.rows("replay_sources"):
                 src = SourceExposure(s["account_id"], s["label"], int(s["source_requests"]), int(s["reader_responses"]),
