@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import os
 import platform
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,9 @@ class Case:
                threads: int | None = None) -> "Case":
         p = Path(path)
         p.mkdir(parents=True, exist_ok=True)
+        # DuckDB shares one database instance per file within a process: a case still open here (an
+        # earlier result in a notebook) would keep the old tables alive. Close it first.
+        _close_open_cases(p)
         db = p / CASE_DB
         if db.exists() and overwrite:
             db.unlink()
@@ -71,7 +75,14 @@ class Case:
         (p / "tmp").mkdir(exist_ok=True)
         con = connect(db, memory_limit=memory_limit, temp_dir=p / "tmp", threads=threads)
         case = cls(p, con, _new_manifest())
+        _OPEN.add(case)
         return case
+
+    def __hash__(self) -> int:   # identity: cases live in a WeakSet
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
 
     @classmethod
     def open(cls, path: str | Path, *, read_only: bool = False) -> "Case":
@@ -85,7 +96,9 @@ class Case:
         else:
             con = connect(db, temp_dir=p / "tmp")
         manifest = json.loads((p / MANIFEST).read_text()) if (p / MANIFEST).exists() else _new_manifest()
-        return cls(p, con, manifest)
+        case = cls(p, con, manifest)
+        _OPEN.add(case)
+        return case
 
     def close(self) -> None:
         self.con.close()
@@ -152,6 +165,20 @@ class Case:
         tmp.write_text(json.dumps(m, indent=2, default=str) + "\n")
         os.replace(tmp, path)
         return path
+
+
+_OPEN: "weakref.WeakSet[Case]" = weakref.WeakSet()
+
+
+def _close_open_cases(path: Path) -> None:
+    target = path.resolve()
+    for case in list(_OPEN):
+        if case.path.resolve() == target:
+            try:
+                case.close()
+            except Exception:
+                pass
+            _OPEN.discard(case)
 
 
 def _is_table_name(s: str) -> bool:

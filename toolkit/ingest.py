@@ -311,6 +311,8 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
         _set_seconds(case, group, time.perf_counter() - t0)
         done += span
     reporter.describe(bar, f"read {len(sources)} input{'s' * (len(sources) != 1)}")
+    for src in sources:
+        con.execute("UPDATE sources SET notes = $n WHERE source_id = $id", {"n": src.notes, "id": src.source_id})
     _build_records_view(case, sources)
     reporter.run("merge records into requests", lambda: _build_requests(case, sources), con=con)
     case.manifest["timings"]["ingest_s"] = round(time.perf_counter() - t_all, 3)
@@ -627,33 +629,93 @@ def _json_path(key: str) -> str:
     return "$" + "".join('."' + part.replace('"', '\\"') + '"' for part in key.split("."))
 
 
+_INT_TYPES = ("BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT", "HUGEINT")
+_TEXT_FIELDS = ("request_id", "account_id", "model", "finish_reason", "prefill_node", "decode_node")
+_COUNT_FIELDS = ("prompt_tokens", "cached_tokens", "completion_tokens", "http_status", "prefill_tokens")
+
+
+def _typed(cols: dict[str, str], types: dict[str, str]) -> bool:
+    """Do the mapped Parquet columns already have kvir's types (so the lean adapter applies)?"""
+    if "ts" not in cols or "latency_s" in cols:
+        return False
+    for f_, c in cols.items():
+        t = types[c]
+        if f_ in _TIME_FIELDS and t != "TIMESTAMP WITH TIME ZONE":
+            return False
+        if f_ in _COUNT_FIELDS and t not in _INT_TYPES:
+            return False
+        if f_ in _TEXT_FIELDS and t != "VARCHAR":
+            return False
+    return True
+
+
+def _typed_projection(cols: dict[str, str], types: dict[str, str], available: list[str]) -> str:
+    parts = []
+    for f_ in MAPPABLE_FIELDS:
+        if f_ == "latency_s":
+            continue
+        name = f"{f_}_tz" if f_ in _TIME_FIELDS else f_
+        if f_ in cols:
+            parts.append(f"{_quote_ident(cols[f_], available)} AS {name}")
+        else:
+            typ = "TIMESTAMPTZ" if f_ in _TIME_FIELDS else "BIGINT" if f_ in _COUNT_FIELDS else "VARCHAR"
+            parts.append(f"NULL::{typ} AS {name}")
+    return ", ".join(parts)
+
+
 def _ingest_parquet(case: Case, src: Source) -> None:
-    """Parquet stays where it is: a view maps its columns, another normalises them (no rows copied)."""
+    """Parquet stays where it is: a view maps its columns, another normalises them (no rows copied).
+    Typed columns get the lean adapter (filters reach the Parquet scan); when the row-group statistics
+    prove that no row is bad, the counts come from the footers and nothing is scanned."""
     con = case.con
     raw = f"src{src.source_id}_raw"
-    rel = con.read_parquet([str(p) for p in src.paths], hive_partitioning=True, file_row_number=True)
+    files = [str(p) for p in src.paths]
+    rel = con.read_parquet(files, hive_partitioning=True, file_row_number=True)
     rel.create_view(raw, replace=True)   # DuckDB quotes the file paths itself
     desc = con.execute(f"DESCRIBE {raw}").fetchall()
     available = [r[0] for r in desc if r[0] != "file_row_number"]
     types = {r[0]: r[1] for r in desc}
     cols = _mapping(src, available)
-    proj = _mapped_projection(cols, types, available)
+    typed = _typed(cols, types)
+    proj = _typed_projection(cols, types, available) if typed else _mapped_projection(cols, types, available)
+    extra = "" if typed else "NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, "
     # A view cannot take bound parameters; the source id is a kvir-generated integer (int() makes sure).
     con.execute(f"CREATE OR REPLACE VIEW src{src.source_id}_input AS SELECT {int(src.source_id)}::INTEGER AS source_id, "
-                f"file_row_number + 1 AS line_no, NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, {proj} FROM {raw}")
-    sql = case.compile(src.format.adapter, {"input": f"src{src.source_id}_input", "settings": "source_settings"})
+                f"file_row_number + 1 AS line_no, {extra}{proj} FROM {raw}")
+    adapter = "adapters/parquet_typed" if typed else src.format.adapter
+    sql = case.compile(adapter, {"input": f"src{src.source_id}_input", "settings": "source_settings"})
     con.execute(f"CREATE OR REPLACE VIEW records_src{src.source_id} AS {sql}")
+    src.notes.append("typed columns: lean adapter, filters pushed into the Parquet scan" if typed
+                     else "generic adapter (columns need conversion)")
+    if typed:
+        required = [cols[f_] for f_ in ("request_id", "ts") if f_ in cols]
+        if src.served_model is None:
+            required.append(cols.get("model", "model"))
+        proof = case.run("case/parquet_clean", {
+            "files": files, "required": required, "nonempty": [cols["request_id"]],
+            "nonneg": [cols["prompt_tokens"]] if "prompt_tokens" in cols else []}, fetch=True)[0]
+        row_groups, n_rows, unproven = proof
+        if unproven == 0:
+            con.execute("INSERT INTO source_counts VALUES ($id, 'request', NULL, $n)",
+                        {"id": src.source_id, "n": n_rows})
+            src.notes.append(f"counts from {row_groups} row-group footers: statistics prove no row is bad")
+            return
     case.run("case/view_counts", {"source_id": src.source_id},
              inputs={"records": f"records_src{src.source_id}"})
 
 
 def _build_records_view(case: Case, sources: list[Source]) -> None:
+    """records = text records (a table) + every in-place source's request rows; quarantine likewise, but
+    an in-place source joins it only when its counts say it has bad rows (so a clean 10^8-row dataset is
+    never scanned just to list nothing)."""
+    bad = {r[0] for r in case.con.execute(
+        "SELECT DISTINCT source_id FROM source_counts WHERE kind = 'bad'").fetchall()}
     parts = ["SELECT * FROM records_text"]
     parts += [f"SELECT * FROM records_src{s.source_id} WHERE kind = 'request'" for s in sources if s.is_view]
     case.con.execute("CREATE OR REPLACE VIEW records AS " + " UNION ALL ".join(parts))
     qparts = ["SELECT * FROM quarantine_text"]
     qparts += [f"SELECT source_id, source_line, reason, raw FROM records_src{s.source_id} WHERE kind = 'bad'"
-               for s in sources if s.is_view]
+               for s in sources if s.is_view and s.source_id in bad]
     case.con.execute("CREATE OR REPLACE VIEW quarantine AS SELECT q.*, s.label AS source_file, s.format "
                      "FROM (" + " UNION ALL ".join(qparts) + ") AS q JOIN sources AS s USING (source_id)")
 

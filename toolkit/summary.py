@@ -51,7 +51,8 @@ def print_triage(result) -> None:
     t.add_column("value", justify="right")
     rows = [
         ("requests (all sources, merged)", s["requests_total"]),
-        ("of the incident's model, inside the window", s["in_scope"]),
+        ("of the incident's model, inside the window", "not counted (columnar input read in place)"
+         if s["in_scope"] is None else s["in_scope"]),
         ("[bold]affected responses[/]", s["affected"]),
         ("  accounts (known)", s["affected_accounts"]),
         ("  of which unknown account (engine logs)", s["affected_unknown_account"]),

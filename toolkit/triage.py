@@ -97,6 +97,7 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
             queries = ("triage/hits_pool_in_effect",) + TRIAGE_QUERIES[1:] if pool_in_effect else TRIAGE_QUERIES
             for name in queries:
                 reporter.run(name.split("/")[1], lambda n=name: case.run(n, params), con=case.con)
+            params["requests_total"], params["in_scope"] = _scope_counts(case, params)
             row = case.run("triage/summary", params, fetch=True)
             cols = [d[0] for d in case.con.description]
         summary = _summary(spec, dict(zip(cols, row[0])))
@@ -124,6 +125,18 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
     return result
 
 
+def _scope_counts(case: Case, params: dict[str, Any]) -> tuple[int, int | None]:
+    """Requests in all, and of the model inside the window. When `requests` is a view over columnar inputs
+    queried in place, the total comes from the source counts and the in-window count is not taken (it
+    would cost a scan of every in-window row group; the affected set never needs it)."""
+    is_table = case.con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'requests'").fetchone()[0] > 0
+    if is_table:
+        total = case.con.execute("SELECT count(*) FROM requests").fetchone()[0]
+        return total, case.run("triage/in_scope", params, fetch=True)[0][0]
+    total = case.con.execute("SELECT coalesce(sum(n), 0) FROM source_counts WHERE kind = 'request'").fetchone()[0]
+    return int(total), None
+
+
 def _record_spec(case: Case, spec: IncidentSpec) -> None:
     case.con.execute("CREATE OR REPLACE TABLE account_rules (account_id VARCHAR PRIMARY KEY, label VARCHAR, "
                      "reason VARCHAR, exclude BOOLEAN)")
@@ -146,6 +159,8 @@ def _record_spec(case: Case, spec: IncidentSpec) -> None:
 
 
 def _refuse_naive_without_zone(case: Case) -> None:
+    if not case.con.execute("SELECT count(*) FROM source_counts WHERE reason LIKE 'naive timestamp%'").fetchone()[0]:
+        return
     row = case.con.execute("SELECT source_file, source_line FROM quarantine WHERE reason LIKE 'naive timestamp%' "
                            "ORDER BY source_id, source_line LIMIT 1").fetchone()
     if row:

@@ -18,7 +18,7 @@ WITH scoped AS (
         r.prompt_tokens > $pool_tokens AS public_hit,
         r.prompt_tokens >= $engine_limit AS engine_hit
     FROM requests AS r
-    WHERE list_contains($models, r.model)
+    WHERE r.model IN (SELECT unnest($models))
       AND r.ts >= $window_start AND r.ts <= $window_end
       AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= least($engine_limit, $pool_tokens + 1))
 ),

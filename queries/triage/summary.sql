@@ -1,10 +1,10 @@
 -- summary: the headline counts of a triage, in one row.
--- Params: $models, $window_start, $window_end
--- requests_total and in_scope need one pass over `requests`; every other count reads triage_hits.
+-- Params: $requests_total, $in_scope
+-- Every count reads the small derived tables; the two that need a pass over `requests` come in as
+-- parameters (kvir counts them where that is cheap: see toolkit/triage.py).
 SELECT
-    (SELECT count(*) FROM requests) AS requests_total,
-    (SELECT count(*) FROM requests
-      WHERE list_contains($models, model) AND ts >= $window_start AND ts <= $window_end) AS in_scope,
+    $requests_total::BIGINT AS requests_total,
+    $in_scope::BIGINT AS in_scope,
     (SELECT count(*) FROM affected) AS affected,
     (SELECT count(DISTINCT account_id) FROM affected) AS affected_accounts,
     (SELECT count(*) FROM affected WHERE account_id IS NULL) AS affected_unknown_account,
