@@ -1,0 +1,21 @@
+-- create_tables: the audit's input bookkeeping tables, emptied for a fresh audit run.
+-- Params: none
+CREATE OR REPLACE TABLE audit_file_map (
+    file_id INTEGER PRIMARY KEY,
+    path VARCHAR,                  -- the file as given (or found in a given folder)
+    size_bytes BIGINT,
+    sha256 VARCHAR,
+    skipped VARCHAR,               -- why the file was not read (JSON request log, Parquet), else NULL
+    lines_read BIGINT,
+    too_long BIGINT,
+    inv_node VARCHAR, inv_match VARCHAR, inv_role VARCHAR, inv_version VARCHAR, inv_engine VARCHAR,
+    inv_deployment VARCHAR, inv_env_deferred VARCHAR, inv_env_batch_cap VARCHAR,
+    inv_advertised_context BIGINT, inv_block_size BIGINT,
+    file_node VARCHAR, file_node_source VARCHAR, file_role VARCHAR,
+    source_tz VARCHAR, year INTEGER
+);
+CREATE OR REPLACE TABLE audit_too_long (file_id INTEGER, line_no BIGINT, line_bytes BIGINT);
+CREATE OR REPLACE TABLE audit_rules (
+    rule_id VARCHAR PRIMARY KEY, name VARCHAR, title VARCHAR, severity VARCHAR, fix VARCHAR, help VARCHAR
+);
+DROP TABLE IF EXISTS audit_parsed;

@@ -1,0 +1,193 @@
+-- startup_lines: the start-up, configuration and runtime-indicator lines of one engine log (SGLang or vLLM), one row each, values parsed.
+-- Params: none
+-- Inputs: __input__ (numbered lines of one or more files: file_id, line_no, line, line_bytes, cri_open), __settings__ (one row per file: file_id, tz_iana, tz_offset_min, year, max_line_bytes)
+--
+-- Prefixes peeled, in order (research/sglang.md §1.4, §4; logformats.md §1.1, §2.1):
+--   container runtime  `2026-08-27T05:00:01.123456789Z ` (+ CRI `stdout F `): an RFC3339 time with its
+--                      offset; when present it is the line's time (exact, no zone needed)
+--   SGLang             `[YYYY-MM-DD HH:MM:SS<rank tags>] ` (tags: TP0, DP3 TP3, DP0 TP0 EP0, PP1 TP0),
+--                      optionally followed by `LEVEL file.py:N: ` (2026 builds); host-local time
+--   vLLM               `(EngineCore_DP0 pid=N) INFO MM-DD HH:MM:SS [file.py:N] ` (no year; host-local)
+-- Lines without a prefix keep a NULL time here (audit/sequence.sql lets them inherit the previous one).
+-- Request-log lines (`Receive: obj=`, `Finish: obj=`, JSON events) are never read for configuration:
+-- their prompt text could spell `max_total_num_tokens=...` or an environment variable.
+-- Values: see queries/audit/macros.sql (a value is taken only when visibly complete). `truncated`
+-- says a recognised line is cut short (its later values are missing); nothing here is guessed.
+WITH raw AS (
+    SELECT i.file_id, i.line_no, i.line_bytes, i.cri_open, rtrim(decode(i.line), chr(13) || chr(10)) AS text
+    FROM __input__ AS i
+),
+cand AS (   -- one cheap scan: only lines that could matter go through the regexes below
+    SELECT r.* FROM raw AS r
+    WHERE regexp_matches(r.text, 'max_total_num_tokens=|KV Cache is allocated|server_args=|context_length \(|PD KV checksum|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|GPU KV cache size|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|[Cc]hecksum mismatch|[Cc]anary|transfer failed|fired up and ready')
+      AND position('Receive: obj=' IN r.text) = 0 AND position('Finish: obj=' IN r.text) = 0
+),
+p1 AS (     -- container-runtime stamp
+    SELECT c.*,
+        regexp_extract(c.text, '^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}))\s+(?:(?:stdout|stderr)\s+[FP]\s)?', 0) AS rt_prefix,
+        regexp_extract(c.text, '^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}))\s', 1) AS rt_stamp
+    FROM cand AS c
+),
+p2 AS (
+    SELECT p.*, substr(p.text, length(p.rt_prefix) + 1) AS rest FROM p1 AS p
+),
+p3 AS (     -- SGLang bracket or vLLM level/date prefix
+    SELECT p.*,
+        regexp_extract(p.rest, '^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?: [A-Za-z]+\d+)*\]\s?(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+(?:[\w./-]+\.py:\d+:?\s+)?)?', 0) AS sg_prefix,
+        regexp_extract(p.rest, '^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})', 1) AS sg_stamp,
+        trim(regexp_extract(p.rest, '^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?((?: [A-Za-z]+\d+)*)\]', 1)) AS sg_tags,
+        regexp_extract(p.rest, '^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+\[?[\w./-]+:\d+\]\s?', 0) AS vl_prefix,
+        regexp_extract(p.rest, '^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+(\d{2}-\d{2} \d{2}:\d{2}:\d{2})', 1) AS vl_stamp,
+        regexp_extract(p.rest, '^\((\w+)(?: pid=\d+)?\)\s', 1) AS vl_tag
+    FROM p2 AS p
+),
+msgs AS (
+    SELECT p.*,
+        CASE WHEN p.sg_prefix <> '' THEN substr(p.rest, length(p.sg_prefix) + 1)
+             WHEN p.vl_prefix <> '' THEN substr(p.rest, length(p.vl_prefix) + 1)
+             ELSE regexp_replace(p.rest, '^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s*:?\s+', '') END AS msg,
+        CASE WHEN p.sg_prefix <> '' THEN 'sglang' WHEN p.vl_prefix <> '' THEN 'vllm' END AS prefix_engine
+    FROM p3 AS p
+),
+kinds AS (
+    SELECT m.*,
+        CASE
+            WHEN left(m.msg, 1) = '{' THEN NULL
+            WHEN regexp_matches(m.msg, '^server_args=ServerArgs\(') THEN 'server_args'
+            WHEN regexp_matches(m.msg, '^max_total_num_tokens=') THEN 'pool'
+            WHEN regexp_matches(m.msg, '^KV Cache is allocated\.') THEN 'kv_alloc'
+            WHEN regexp_matches(m.msg, 'User-specified context_length \(\d+\) is greater than the derived context_length \(\d+\)') THEN 'ctx_override'
+            WHEN regexp_matches(m.msg, '^PD KV checksum (?:enabled|disabled)') THEN 'checksum'
+            WHEN regexp_matches(m.msg, '^KV cache is forced as chunk cache for decode server') THEN 'decode_hint'
+            WHEN regexp_matches(m.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v)v?\d+\.\d+') THEN 'version'
+            WHEN regexp_matches(m.msg, '^The server is fired up and ready to roll') THEN 'ready'
+            WHEN regexp_matches(m.msg, '^(?:vLLM API server version |Initializing an? (?:V1 )?LLM engine)') THEN 'vllm_start'
+            WHEN regexp_matches(m.msg, '^GPU KV cache size: [\d,]+ tokens') THEN 'vllm_kv'
+            WHEN regexp_matches(m.msg, '^Maximum concurrency for [\d,]+ tokens per request: [\d.]+x') THEN 'vllm_concurrency'
+            WHEN regexp_matches(m.msg, '^# (?:GPU|CUDA|XPU|HPU|NPU|TPU|ROCM|Neuron) blocks: \d+') THEN 'vllm_blocks'
+            WHEN regexp_matches(m.msg, '^Using max model len \d+') THEN 'vllm_max_len'
+            WHEN regexp_matches(m.msg, 'To serve at least one request with the models?''s max seq len \(\d+\)') THEN 'vllm_refusal'
+            WHEN regexp_matches(m.msg, 'The model''s max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache \(\d+\)') THEN 'vllm_refusal'
+            WHEN regexp_matches(m.msg, 'Input length \(\d+ tokens\) exceeds the maximum allowed length \(\d+ tokens\)') THEN 'input-length-exceeds'
+            WHEN regexp_matches(m.msg, 'exceeds the maximum number of tokens: \d+ > \d+') THEN 'exceeds-max-tokens'
+            WHEN regexp_matches(m.msg, '[Cc]hecksum mismatch') THEN 'kv-checksum-mismatch'
+            WHEN regexp_matches(m.msg, '(?i)canary.*violat|violat.*canary') THEN 'kv-canary-violation'
+            WHEN regexp_matches(m.msg, '(?:Prefill|Decode) transfer failed for request') THEN 'kv-transfer-failed'
+            WHEN regexp_matches(m.msg, '^(?:export\s+|declare -x\s+|env:\s*|environment:\s*)?[A-Z_][A-Z0-9_]*=')
+                 OR position('environ({' IN m.msg) > 0 THEN 'env'
+        END AS kind
+    FROM msgs AS m
+),
+rel AS (
+    SELECT k.* FROM kinds AS k WHERE k.kind IS NOT NULL
+),
+stamped AS (   -- one time string per line, converted once (the macros expand to large expressions)
+    SELECT r.*,
+        CASE WHEN r.rt_stamp <> '' THEN r.rt_stamp WHEN r.sg_stamp <> '' THEN r.sg_stamp
+             WHEN r.vl_stamp <> '' AND s.year IS NOT NULL THEN s.year || '-' || r.vl_stamp END AS stamp,
+        CASE WHEN r.rt_stamp = '' THEN s.tz_iana END AS stamp_tz,
+        CASE WHEN r.rt_stamp = '' THEN s.tz_offset_min END AS stamp_off
+    FROM rel AS r JOIN __settings__ AS s USING (file_id)
+),
+converted AS (
+    SELECT st.*, kvir_parse_ts(st.stamp, st.stamp_tz, st.stamp_off) AS ts_utc
+    FROM stamped AS st
+),
+complete AS (
+    SELECT r.*,
+        CASE r.kind
+            WHEN 'server_args' THEN regexp_matches(r.msg, '\)\s*$')
+            -- every historical shape of line (g) ends with one of these pairs; a bare
+            -- `max_total_num_tokens=N` is bench_one_batch's form
+            WHEN 'pool' THEN regexp_matches(r.msg, '^max_total_num_tokens=\d+\s*$')
+                          OR regexp_matches(r.msg, '(?:context_len=\d+|available_(?:gpu|cpu)_mem=[\d.]+ GB|max_running_requests=\d+)\s*$')
+            WHEN 'kv_alloc' THEN regexp_matches(r.msg, '#tokens: \d+, (?:K size: [\d.]+ GB, V size: [\d.]+ GB|KV size: [\d.]+ GB)\s*$')
+            ELSE true END
+        AND NOT coalesce(r.cri_open, false) AS complete
+    FROM converted AS r
+)
+SELECT
+    c.file_id::INTEGER AS file_id,
+    c.line_no,
+    c.line_bytes,
+    c.kind,
+    NOT c.complete AS truncated,
+    coalesce(c.prefix_engine, CASE WHEN c.kind LIKE 'vllm%' THEN 'vllm'
+                                   WHEN c.kind IN ('server_args', 'pool', 'kv_alloc', 'checksum', 'decode_hint', 'version', 'ready', 'ctx_override') THEN 'sglang' END) AS engine,
+    coalesce(nullif(c.sg_tags, ''), nullif(c.vl_tag, ''), '') AS rank_tag,
+    c.ts_utc AS ts,
+    CASE WHEN c.rt_stamp <> '' THEN 'container runtime (with offset)'
+         WHEN c.sg_stamp <> '' OR c.vl_stamp <> '' THEN 'host-local'
+    END AS ts_source,
+    CASE WHEN c.vl_stamp <> '' AND c.stamp IS NULL THEN 'vLLM time without a year (give --year or year in the inventory)'
+         WHEN c.stamp IS NOT NULL AND (c.ts_utc IS NULL OR NOT kvir_in_range(c.ts_utc))
+              THEN kvir_ts_problem(c.stamp, c.ts_utc, c.stamp_tz, c.stamp_off)
+    END AS ts_problem,
+    CASE WHEN c.rt_stamp <> '' THEN c.rt_stamp WHEN c.sg_stamp <> '' THEN c.sg_stamp WHEN c.vl_stamp <> '' THEN c.vl_stamp END AS ts_text,
+    -- line (g) and line (e)
+    CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'max_total_num_tokens', c.complete) END AS pool_tokens,
+    CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'context_len', c.complete) END AS context_len,
+    CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'max_running_requests', c.complete) END AS max_running_requests,
+    CASE WHEN c.kind = 'kv_alloc' THEN TRY_CAST(nullif(regexp_extract(c.msg, '#tokens: (\d+),', 1), '') AS BIGINT) END AS kv_tokens,
+    CASE WHEN c.kind = 'kv_alloc' AND position('KV size:' IN c.msg) > 0 THEN 'MLA'
+         WHEN c.kind = 'kv_alloc' AND position('K size:' IN c.msg) > 0 THEN 'MHA' END AS kv_layout,
+    -- the server_args dump
+    CASE WHEN c.kind = 'server_args' THEN coalesce(kva_str(c.msg, 'disaggregation_mode'),
+                                                   CASE WHEN kva_is_none(c.msg, 'disaggregation_mode') THEN 'null' END) END AS sa_mode,
+    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'context_length') END AS sa_context_length,
+    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'page_size') END AS sa_page_size,
+    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'max_total_tokens') END AS sa_max_total_tokens,
+    CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'served_model_name') END AS sa_served_model,
+    CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'model_path') END AS sa_model_path,
+    CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'disaggregation_enable_kv_checksum') END AS sa_kv_checksum,
+    CASE WHEN c.kind = 'server_args' THEN coalesce(kva_str(c.msg, 'kv_canary'),
+                                                   CASE WHEN kva_is_none(c.msg, 'kv_canary') THEN 'off' END) END AS sa_kv_canary,
+    CASE WHEN c.kind = 'server_args' THEN regexp_matches(c.msg, '[ ,(]kv_canary=') END AS sa_has_kv_canary,
+    CASE WHEN c.kind = 'server_args' THEN regexp_matches(c.msg, '[ ,(]disaggregation_enable_kv_checksum=') END AS sa_has_kv_checksum,
+    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'tp_size') END AS sa_tp_size,
+    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'dp_size') END AS sa_dp_size,
+    CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'enable_dp_attention') END AS sa_dp_attention,
+    CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'disaggregation_transfer_backend') END AS sa_transfer_backend,
+    CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'allow_auto_truncate') END AS sa_allow_auto_truncate,
+    -- the context-length override warning
+    CASE WHEN c.kind = 'ctx_override' THEN TRY_CAST(regexp_extract(c.msg, 'User-specified context_length \((\d+)\)', 1) AS BIGINT) END AS ctx_user,
+    CASE WHEN c.kind = 'ctx_override' THEN TRY_CAST(regexp_extract(c.msg, 'derived context_length \((\d+)\)', 1) AS BIGINT) END AS ctx_derived,
+    -- PD KV checksum line
+    CASE WHEN c.kind = 'checksum' THEN regexp_extract(c.msg, '^PD KV checksum (enabled|disabled)', 1) = 'enabled' END AS checksum_enabled,
+    -- environment dump values (kept as text; node_configs.sql interprets them)
+    CASE WHEN c.kind = 'env' THEN kva_env(c.msg, 'SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE') END AS env_deferred,
+    CASE WHEN c.kind = 'env' THEN kva_env(c.msg, 'SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES') END AS env_batch_cap,
+    CASE WHEN c.kind = 'env' THEN nullif(kva_env(c.msg, 'HOSTNAME'), '') END AS env_hostname,
+    -- versions
+    CASE WHEN c.kind = 'version' THEN regexp_extract(c.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v)v?(\d+\.\d+[\w.+-]*)', 1)
+         WHEN c.kind = 'vllm_start' THEN nullif(regexp_extract(c.msg, '^(?:vLLM API server version |Initializing an? (?:V1 )?LLM engine \(v)(\d+\.\d+[\w.+-]*?)\)?(?:[\s,]|$)', 1), '')
+    END AS version,
+    -- vLLM
+    CASE WHEN c.kind = 'vllm_kv' THEN kva_grouped(regexp_extract(c.msg, '^GPU KV cache size: ([\d,]+) tokens', 1)) END AS vllm_kv_tokens,
+    CASE WHEN c.kind = 'vllm_concurrency' THEN kva_grouped(regexp_extract(c.msg, '^Maximum concurrency for ([\d,]+) tokens', 1))
+         WHEN c.kind = 'vllm_max_len' THEN TRY_CAST(regexp_extract(c.msg, '^Using max model len (\d+)', 1) AS BIGINT)
+         WHEN c.kind = 'vllm_start' THEN kva_int(c.msg, 'max_seq_len')
+         WHEN c.kind = 'vllm_refusal' THEN TRY_CAST(regexp_extract(c.msg, 'max seq len \((\d+)\)', 1) AS BIGINT)
+    END AS vllm_max_model_len,
+    CASE WHEN c.kind = 'vllm_concurrency' THEN TRY_CAST(regexp_extract(c.msg, 'tokens per request: ([\d.]+)x', 1) AS DOUBLE) END AS vllm_concurrency,
+    CASE WHEN c.kind = 'vllm_blocks' THEN TRY_CAST(regexp_extract(c.msg, '^# \w+ blocks: (\d+)', 1) AS BIGINT) END AS vllm_blocks,
+    CASE WHEN c.kind = 'vllm_start' THEN coalesce(kva_str(c.msg, 'served_model_name'), nullif(regexp_extract(c.msg, '[ ,(]served_model_name=([^,\s''"()]+)[,)]', 1), ''), kva_str(c.msg, 'model')) END AS vllm_served_model,
+    CASE WHEN c.kind = 'vllm_start' THEN kva_int(c.msg, 'tensor_parallel_size') END AS vllm_tp_size,
+    CASE WHEN c.kind = 'vllm_start' THEN kva_int(c.msg, 'data_parallel_size') END AS vllm_dp_size,
+    CASE WHEN c.kind = 'vllm_start' THEN kva_int(c.msg, 'block_size') END AS vllm_block_size,
+    CASE WHEN c.kind = 'vllm_refusal' AND position('To serve at least one request' IN c.msg) > 0 THEN
+              'needs ' || regexp_extract(c.msg, '\(([\d.]+ Gi?B) KV cache is needed', 1) || ' of KV cache for one request of '
+              || regexp_extract(c.msg, 'max seq len \((\d+)\)', 1) || ' tokens, has ' || regexp_extract(c.msg, 'available KV cache memory \(([\d.]+ Gi?B)\)', 1)
+              || coalesce('; estimated maximum model length ' || nullif(regexp_extract(c.msg, 'estimated maximum model length is (\d+)', 1), ''), '')
+         WHEN c.kind = 'vllm_refusal' THEN
+              'max seq len ' || regexp_extract(c.msg, 'max seq len \((\d+)\)', 1) || ' is larger than the KV cache ('
+              || regexp_extract(c.msg, 'stored in KV cache \((\d+)\)', 1) || ' tokens)'
+    END AS refusal,
+    CASE WHEN c.kind = 'vllm_refusal' THEN TRY_CAST(nullif(coalesce(nullif(regexp_extract(c.msg, 'stored in KV cache \((\d+)\)', 1), ''),
+                                                                       regexp_extract(c.msg, 'estimated maximum model length is (\d+)', 1)), '') AS BIGINT) END AS refusal_tokens,
+    -- runtime indicators: the prompt length and the limit it hit (no request text is kept)
+    CASE WHEN c.kind = 'input-length-exceeds' THEN TRY_CAST(regexp_extract(c.msg, 'Input length \((\d+) tokens\)', 1) AS BIGINT)
+         WHEN c.kind = 'exceeds-max-tokens' THEN TRY_CAST(regexp_extract(c.msg, 'maximum number of tokens: (\d+) >', 1) AS BIGINT) END AS ind_tokens,
+    CASE WHEN c.kind = 'input-length-exceeds' THEN TRY_CAST(regexp_extract(c.msg, 'maximum allowed length \((\d+) tokens\)', 1) AS BIGINT)
+         WHEN c.kind = 'exceeds-max-tokens' THEN TRY_CAST(regexp_extract(c.msg, 'maximum number of tokens: \d+ > (\d+)', 1) AS BIGINT) END AS ind_limit
+FROM complete AS c

@@ -1,0 +1,98 @@
+-- hits_pool_in_effect: like triage/hits, but each request is judged against the KV pool and context in effect on its prefill node at its start time (node_configs from start-up logs).
+-- Params: $models, $window_start, $window_end, $pool_tokens, $engine_limit, $rule
+--
+-- Per request, the config in effect is the latest start of its prefill node at or before the request's
+-- ts (a start at the same second counts). This is an ASOF join written as a window function so the
+-- query stays portable (research/data-stack.md "ASOF JOIN"): configs (k = 0) and requests (k = 1) are
+-- interleaved per node in time order and each request takes the last config id seen. The rules then use
+-- that start's numbers: public = prompt_tokens > pool; engine = prompt_tokens >= min(context-1, pool-1) - 5
+-- (pool - 6 when the start did not show its context). A request without a prefill node, on a node
+-- without start-up evidence, before its node's first start, or on a start whose pool is unknown falls
+-- back to the global spec threshold ($pool_tokens, $engine_limit) and says so in threshold_source.
+-- Output: the columns of triage/hits plus pool_in_effect, context_in_effect, engine_limit_in_effect,
+-- config_ts, config_evidence (file:line) and threshold_source.
+CREATE OR REPLACE TABLE triage_hits AS
+WITH cfg AS (
+    SELECT n.config_id, n.node, n.ts, n.pool_tokens, n.context_len, n.evidence_file, n.evidence_line,
+        CASE WHEN n.pool_tokens IS NOT NULL
+             THEN least(coalesce(n.context_len, n.pool_tokens) - 1, n.pool_tokens - 1) - 5 END AS engine_limit
+    FROM node_configs AS n
+),
+floor_ AS (   -- the lowest threshold any node or the spec applies: requests below it cannot be hits
+    SELECT least($engine_limit, $pool_tokens + 1,
+                 coalesce(min(cfg.engine_limit), $engine_limit), coalesce(min(cfg.pool_tokens) + 1, $engine_limit)) AS lo
+    FROM cfg
+),
+scoped AS (
+    SELECT r.*, row_number() OVER (ORDER BY r.request_id, r.ts) AS k_row
+    FROM requests AS r, floor_ AS f
+    WHERE list_contains($models, r.model)
+      AND r.ts >= $window_start AND r.ts <= $window_end
+      AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= f.lo)
+),
+interleaved AS (
+    SELECT c.node, c.ts, 0 AS k, c.config_id, NULL::BIGINT AS k_row
+    FROM cfg AS c WHERE c.ts IS NOT NULL
+    UNION ALL
+    SELECT s.prefill_node, s.ts, 1 AS k, NULL::BIGINT, s.k_row
+    FROM scoped AS s WHERE s.prefill_node IS NOT NULL
+),
+asof AS (
+    SELECT i.k_row, i.k,
+        last_value(i.config_id IGNORE NULLS) OVER (PARTITION BY i.node ORDER BY i.ts, i.k
+                                                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS config_id
+    FROM interleaved AS i
+),
+matched AS (
+    SELECT s.*, c.config_id, c.ts AS config_ts, c.pool_tokens AS cfg_pool, c.context_len AS cfg_context,
+        c.engine_limit AS cfg_limit, c.evidence_file || ':' || c.evidence_line AS config_evidence,
+        s.prefill_node IN (SELECT DISTINCT node FROM cfg) AS node_known
+    FROM scoped AS s
+    LEFT JOIN (SELECT k_row, config_id FROM asof WHERE k = 1) AS a ON a.k_row = s.k_row
+    LEFT JOIN cfg AS c ON c.config_id = a.config_id
+),
+ruled AS (
+    SELECT m.*,
+        coalesce(m.cfg_pool, $pool_tokens) AS pool_in_effect,
+        CASE WHEN m.cfg_pool IS NOT NULL THEN m.cfg_context END AS context_in_effect,
+        coalesce(m.cfg_limit, $engine_limit) AS engine_limit_in_effect,
+        CASE
+            WHEN m.cfg_pool IS NOT NULL AND m.cfg_context IS NULL THEN 'node start (context not shown: engine limit = pool - 6)'
+            WHEN m.cfg_pool IS NOT NULL THEN 'node start'
+            WHEN m.prefill_node IS NULL THEN 'global: the request names no prefill node'
+            WHEN NOT coalesce(m.node_known, false) THEN 'global: no start-up log for node ' || m.prefill_node
+            WHEN m.config_id IS NULL THEN 'global: request before the first start of ' || m.prefill_node
+            ELSE 'global: the pool is not in the start-up evidence of ' || m.prefill_node
+        END AS threshold_source
+    FROM matched AS m
+),
+judged AS (
+    SELECT r.*,
+        r.prompt_tokens > r.pool_in_effect AS public_hit,
+        r.prompt_tokens >= r.engine_limit_in_effect AS engine_hit
+    FROM ruled AS r
+),
+decided AS (
+    SELECT j.*,
+        CASE WHEN $rule = 'public' THEN j.public_hit ELSE j.engine_hit END AS hit,
+        CASE WHEN $rule = 'public' THEN j.engine_hit ELSE j.public_hit END AS other_hit
+    FROM judged AS j
+    WHERE j.prompt_tokens IS NULL OR j.public_hit OR j.engine_hit
+)
+SELECT d.* EXCLUDE (k_row, config_id, cfg_pool, cfg_context, cfg_limit, node_known, pool_in_effect, context_in_effect,
+                    engine_limit_in_effect, config_ts, config_evidence, threshold_source, public_hit, engine_hit, hit, other_hit),
+    d.public_hit, d.engine_hit, d.hit, d.other_hit,
+    CASE
+        WHEN d.prompt_tokens IS NULL THEN 'undecidable'
+        WHEN NOT d.hit THEN 'other-rule'
+        WHEN d.outcome = 'served' THEN 'affected'
+        WHEN d.outcome = 'rejected' THEN 'rejected'
+        WHEN d.outcome = 'failed' THEN 'failed'
+        WHEN d.outcome = 'aborted' THEN 'aborted'
+        ELSE 'undecidable' END AS category,
+    CASE
+        WHEN d.prompt_tokens IS NULL THEN 'prompt length unknown'
+        WHEN d.hit AND d.outcome IS NULL THEN 'outcome unknown (no HTTP status or finish reason)'
+    END AS undecidable_reason,
+    d.pool_in_effect, d.context_in_effect, d.engine_limit_in_effect, d.config_ts, d.config_evidence, d.threshold_source
+FROM decided AS d;

@@ -1,0 +1,327 @@
+"""Reading start-up logs into node_configs, findings and runtime_indicators.
+
+Python decides per *file* (which node, which time zone, whether to read it) and hands DuckDB numbered
+lines (kvir.lines); every line is parsed in SQL (queries/audit/*.sql). Tables written, in the case or
+in an in-memory database:
+
+    audit_file_map / audit_files   one row per input file: node, how it was named, lines read, notes
+    audit_lines                    the recognised lines, values parsed (never the line text)
+    node_configs                   one row per node start (the contract in helpers/case_schema.md)
+    runtime_indicators             exposure indicators per node, hour and kind
+    findings                       failed or undecidable checks (queries/audit/findings.sql)
+    node_exposure                  per prefill node, when it was exposed and what ended it
+    audit_problems                 every line or file that could not be fully used, with the reason
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InputError
+from ..lines import DEFAULT_MAX_LINE_BYTES, head_lines, iter_line_batches
+from ..sql import QueryLog, load, run
+from ..timezones import SourceTz, parse_source_tz
+from .inventory import Inventory, InventoryNode, load_inventory
+from .rules import FIXED_SGLANG, RULES, VLLM_DEFAULT_BLOCK_SIZE
+
+DERIVE_QUERIES = ("audit/files", "audit/node_configs", "audit/runtime_indicators", "audit/findings",
+                  "audit/node_exposure", "audit/problems")
+_GENERIC_STEMS = {"server", "stdout", "stderr", "output", "log", "logs", "app", "engine", "console", "startup",
+                  "start-up", "boot", "sglang", "vllm", "container", "current", "latest", "requests", "request"}
+_CRI = re.compile(r"^\d{4}-\d{2}-\d{2}T\S+\s+(?:stdout|stderr)\s+[FP]\s")
+
+
+@dataclass
+class FilePlan:
+    file_id: int
+    path: Path
+    label: str
+    size_bytes: int
+    sha256: str
+    tz: SourceTz | None
+    tz_text: str | None
+    year: int | None
+    node: InventoryNode | None
+    match: str | None
+    file_node: str
+    file_node_source: str
+    file_role: str | None
+    skipped: str | None = None
+    cri: bool = False
+
+
+# ----------------------------------------------------------------------------------------------- planning
+
+def resolve_files(paths: list[str | Path]) -> list[Path]:
+    """Files, folders (walked) and globs; anything that matches nothing is an error naming it."""
+    from ..ingest import resolve_paths
+
+    if not paths:
+        raise InputError("no start-up logs given (pass files, folders or globs)")
+    return [f for f, _ in resolve_paths(list(paths), None)]
+
+
+def _node_from_file(path: Path) -> tuple[str, str]:
+    stem = path.name
+    for suffix in (".gz", ".zst", ".zstd", ".log", ".txt", ".out", ".err"):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+    stem = re.sub(r"\.\d+$", "", stem)          # rotated: server.log.1
+    if stem.lower() in _GENERIC_STEMS and path.parent.name:
+        return path.parent.name, "folder name"
+    return stem, "file name"
+
+
+def _role_from_name(name: str) -> str | None:
+    n = name.lower()
+    return "prefill" if "prefill" in n else "decode" if "decode" in n else None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _sniff_skip(path: Path) -> tuple[str | None, bool]:
+    """(why the file is not a text log, or None; whether it is a CRI container log)."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+        if magic == b"PAR1":
+            return "Parquet file (not a text log): not read", False
+        head = head_lines(path, max_lines=20, max_bytes=1 << 16)
+    except PermissionError:
+        raise InputError("cannot read: permission denied", path=str(path)) from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", path=str(path)) from None
+    except EOFError:
+        raise InputError("truncated compressed file", path=str(path)) from None
+    first = next((x.strip() for x in head if x.strip()), "")
+    if first.startswith("{") or first == "[" or first.startswith(("[{", '["')):
+        return "JSON records (a request log, not engine stdout): not read", False
+    return None, bool(_CRI.match(first))
+
+
+def plan_files(paths: list[str | Path], inventory: Inventory | None, source_tz: str | None,
+               year: int | None) -> list[FilePlan]:
+    cli_tz = None
+    if source_tz:
+        try:
+            cli_tz = parse_source_tz(source_tz)
+        except ValueError as e:
+            raise InputError(str(e), key="--source-tz") from None
+    plans = []
+    for i, f in enumerate(resolve_files(paths), 1):
+        m = inventory.match(f) if inventory else None
+        node = m.node if m else None
+        tz, tz_text = cli_tz, source_tz
+        if tz is None and node is not None and node.source_tz:
+            tz, tz_text = parse_source_tz(node.source_tz), node.source_tz
+        skipped, cri = _sniff_skip(f)
+        file_node, how = _node_from_file(f)
+        try:
+            size = f.stat().st_size
+            digest = _sha256(f)
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror or e}", path=str(f)) from None
+        plans.append(FilePlan(
+            file_id=i, path=f, label=str(f), size_bytes=size, sha256=digest, tz=tz, tz_text=tz_text,
+            year=year or (node.year if node else None), node=node, match=m.how if m else None,
+            file_node=file_node, file_node_source=how, file_role=_role_from_name(file_node) or _role_from_name(f.name),
+            skipped=skipped, cri=cri))
+    return plans
+
+
+# ----------------------------------------------------------------------------------------------- parsing
+
+@dataclass
+class _Counts:
+    lines: int = 0
+    too_long: int = 0
+
+
+_SCHEMA = pa.schema([("file_id", pa.int32()), ("line_no", pa.int64()), ("line", pa.large_binary()),
+                     ("line_bytes", pa.int64()), ("repaired", pa.bool_()), ("cri_open", pa.bool_())])
+
+
+class _Stream:
+    """The numbered-line batches of several files as one stream tagged with file_id, counting lines and
+    over-long lines per batch (vectorised) and remembering which file is being read (for errors)."""
+
+    def __init__(self, plans: list[FilePlan], max_line_bytes: int, on_bytes=None):
+        self.plans, self.max_line_bytes, self.on_bytes = plans, max_line_bytes, on_bytes
+        self.counts: dict[int, _Counts] = {p.file_id: _Counts() for p in plans}
+        self.too_long: list[tuple[int, int, int]] = []
+        self.current: FilePlan | None = None
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        for p in self.plans:
+            self.current = p
+            c = self.counts[p.file_id]
+            for b in iter_line_batches(p.path, self.max_line_bytes, on_bytes=self.on_bytes):
+                n = b.num_rows
+                c.lines += n
+                too = pc.and_(pc.greater(b.column("line_bytes"), self.max_line_bytes),
+                              pc.equal(pc.binary_length(b.column("line")), 0))
+                k = pc.sum(too).as_py() or 0
+                if k:
+                    c.too_long += k
+                    nos = pc.filter(b.column("line_no"), too).to_pylist()
+                    lens = pc.filter(b.column("line_bytes"), too).to_pylist()
+                    self.too_long.extend((p.file_id, a, b_) for a, b_ in zip(nos, lens))
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(np.full(n, p.file_id, np.int32)), b.column("line_no"), b.column("line"),
+                     b.column("line_bytes"), b.column("repaired"), pa.array(np.zeros(n, dtype=bool))], schema=_SCHEMA)
+        self.current = None
+
+    def reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(_SCHEMA, self.batches())
+
+
+def _record_query(log: QueryLog, name: str, sql: str, inputs: dict[str, str], params: dict[str, Any],
+                  seconds: float) -> None:
+    log.record(load(name), sql, params, None, seconds, inputs)
+
+
+def _write_settings(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], max_line_bytes: int) -> None:
+    con.execute("CREATE OR REPLACE TEMP TABLE audit_settings (file_id INTEGER, tz_iana VARCHAR, tz_offset_min INTEGER, "
+                "year INTEGER, max_line_bytes BIGINT)")
+    con.executemany("INSERT INTO audit_settings VALUES (?, ?, ?, ?, ?)",
+                    [(p.file_id, p.tz.iana if p.tz else None, p.tz.offset_minutes if p.tz else None, p.year,
+                      max_line_bytes) for p in plans])
+
+
+def parse_files(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], log: QueryLog, *, cri: bool, first: bool,
+                max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, on_bytes=None) -> dict[int, _Counts]:
+    """Parse the lines of `plans` (all plain text, or all CRI container logs) in one query into
+    audit_parsed (created when `first`)."""
+    stream = _Stream(plans, max_line_bytes, on_bytes)
+    con.register("audit_raw", stream.reader())
+    try:
+        if cri:
+            cri_sql = load("audit/cri_join").compile({"input": "audit_raw"})
+            _record_query(log, "audit/cri_join", cri_sql, {"input": "audit_raw"}, {}, 0.0)
+            con.execute(f"CREATE OR REPLACE TEMP VIEW audit_input AS {cri_sql}")
+        else:
+            con.execute("CREATE OR REPLACE TEMP VIEW audit_input AS SELECT * FROM audit_raw")
+        inputs = {"input": "audit_input", "settings": "audit_settings"}
+        sql = load("audit/startup_lines").compile(inputs)
+        t0 = time.perf_counter()
+        verb = "CREATE OR REPLACE TABLE audit_parsed AS " if first else "INSERT INTO audit_parsed "
+        try:
+            con.execute(verb + sql)
+        except (duckdb.Error, OSError, EOFError) as e:
+            where = stream.current.label if stream.current else ", ".join(p.label for p in plans[:3])
+            raise InputError(f"cannot read as an engine log: {e}", path=where) from None
+        _record_query(log, "audit/startup_lines", sql, inputs, {}, time.perf_counter() - t0)
+    finally:
+        con.execute("DROP VIEW IF EXISTS audit_input")
+        try:
+            con.unregister("audit_raw")
+        except Exception:
+            pass
+    if stream.too_long:
+        con.executemany("INSERT INTO audit_too_long VALUES (?, ?, ?)", stream.too_long[:10000])
+    for p in plans:
+        _refuse_unusable_times(con, p)
+    return stream.counts
+
+
+def _refuse_unusable_times(con: duckdb.DuckDBPyConnection, plan: FilePlan) -> None:
+    """Host-local times need a zone (and vLLM's a year): refuse rather than guess, naming the file."""
+    row = con.execute("SELECT min(line_no) FILTER (WHERE ts_problem LIKE 'naive timestamp%'), "
+                      "min(line_no) FILTER (WHERE ts_problem LIKE 'vLLM time without a year%') "
+                      "FROM audit_parsed WHERE file_id = $id", {"id": plan.file_id}).fetchall()[0]
+    naive, no_year = row
+    where = f"node {plan.node.name} in the inventory" if plan.node else "this file's node in an inventory"
+    if naive is not None:
+        raise InputError("start-up log times are host-local (no offset) and no source time zone was given",
+                         path=plan.label, line=naive,
+                         hint=f"pass --source-tz (an IANA name such as America/Chicago, or +02:00) or set source_tz for {where}")
+    if no_year is not None:
+        raise InputError("vLLM log times carry no year", path=plan.label, line=no_year,
+                         hint=f"pass --year or set year for {where}")
+
+
+def _insert_file_map(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], counts: dict[int, _Counts]) -> None:
+    rows = []
+    for p in plans:
+        n = p.node
+        c = counts.get(p.file_id, _Counts())
+        rows.append((p.file_id, p.label, p.size_bytes, p.sha256, p.skipped, c.lines, c.too_long,
+                     n.name if n else None, f"({p.match})" if n else None, n.role if n else None,
+                     n.version if n else None, n.engine if n else None, n.deployment if n else None,
+                     n.env.get("SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE") if n else None,
+                     n.env.get("SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES") if n else None,
+                     n.advertised_context if n else None, n.block_size if n else None,
+                     p.file_node, p.file_node_source, p.file_role, p.tz_text, p.year))
+    con.executemany("INSERT INTO audit_file_map VALUES (" + ", ".join("?" * 22) + ")", rows)
+
+
+def _insert_rules(con: duckdb.DuckDBPyConnection) -> None:
+    con.executemany("INSERT INTO audit_rules VALUES (?, ?, ?, ?, ?, ?)",
+                    [(r.rule_id, r.name, r.title, r.severity, r.fix, r.help) for r in RULES])
+
+
+def _empty_parsed(con: duckdb.DuckDBPyConnection, log: QueryLog) -> None:
+    """audit_parsed with its columns and no rows (every input was skipped)."""
+    con.register("audit_input", pa.table({n: pa.array([], t) for n, t in zip(_SCHEMA.names, _SCHEMA.types)}))
+    sql = load("audit/startup_lines").compile({"input": "audit_input", "settings": "audit_settings"})
+    con.execute("CREATE OR REPLACE TABLE audit_parsed AS " + sql)
+    con.unregister("audit_input")
+
+
+def run_audit(con: duckdb.DuckDBPyConnection, paths: list[str | Path], *, inventory: str | Path | Inventory | None,
+              source_tz: str | None, year: int | None, log: QueryLog, reporter=None) -> list[FilePlan]:
+    """Parse every file and derive the audit tables on `con` (macros.sql already loaded)."""
+    inv = inventory if isinstance(inventory, Inventory) or inventory is None else load_inventory(inventory)
+    plans = plan_files(paths, inv, source_tz, year)
+    run(con, "audit/macros", log=log)
+    run(con, "audit/create_tables", log=log)
+    _insert_rules(con)
+    counts: dict[int, _Counts] = {}
+    readable = [p for p in plans if p.skipped is None]
+    _write_settings(con, readable, DEFAULT_MAX_LINE_BYTES)
+    groups = [(cri, [p for p in readable if p.cri == cri]) for cri in (False, True)]
+    groups = [(cri, g) for cri, g in groups if g]
+    if reporter is not None:
+        from ..progress import ByteCounter
+
+        counter = ByteCounter()
+        total = sum(p.size_bytes for p in readable) or 1
+        for k, (cri, g) in enumerate(groups):
+            counts.update(reporter.run("audit: read start-up logs",
+                                       lambda g=g, cri=cri, k=k: parse_files(con, g, log, cri=cri, first=(k == 0),
+                                                                             on_bytes=counter.add),
+                                       counter=counter, total=total))
+    else:
+        for k, (cri, g) in enumerate(groups):
+            counts.update(parse_files(con, g, log, cri=cri, first=(k == 0)))
+    if not groups:
+        _empty_parsed(con, log)
+    con.execute("DROP TABLE IF EXISTS audit_settings")
+    _insert_file_map(con, plans, counts)
+    run(con, "audit/sequence", inputs={"parsed": "audit_parsed"}, log=log)
+    con.execute("DROP TABLE IF EXISTS audit_parsed")
+    params = {"fixed_version": FIXED_SGLANG, "default_block_size": VLLM_DEFAULT_BLOCK_SIZE}
+    for name in DERIVE_QUERIES:
+        run(con, name, params, log=log)
+    starts, indicators = con.execute(
+        "SELECT (SELECT count(*) FROM node_configs), (SELECT count(*) FROM runtime_indicators)").fetchall()[0]
+    if starts == 0 and indicators == 0:
+        names = ", ".join(p.label for p in plans[:5]) + (" ..." if len(plans) > 5 else "")
+        raise InputError(f"no recognisable start-up lines (SGLang max_total_num_tokens= / KV Cache is allocated / "
+                         f"server_args=, vLLM GPU KV cache size / # GPU blocks) in any input: {names}")
+    return plans
