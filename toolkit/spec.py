@@ -347,6 +347,50 @@ rule = "public"             # "public": prompt_tokens > pool_tokens
 # actor = "provider"
 # category = "escalation"
 
+# What `kvir report` needs beyond the logs (all optional; a missing one shows as a placeholder).
+# [disclosure]
+# provider = "Example Inference Co."                # publisher of the reports; processor in the notices
+# provider_namespace = "https://inference.example.com"   # the provider's web address (CSAF namespace)
+# contact = "security@inference.example.com"        # security contact for customers and users
+# dpo_contact = "dpo@inference.example.com"         # GDPR Art. 33(3)(b) contact point
+# reporter = "A. Researcher"                        # credited in every public document
+# reporter_channel = "a bug-bounty platform"
+# reported_at = 2026-09-08T09:00:00Z
+# awareness_time = 2026-09-09T13:22:00Z             # defaults to [incident] awareness_time
+# notified_at = 2026-09-12T10:00:00Z                # when the supervisory authority was notified
+# delay_reason = "..."                              # required when notified_at is after awareness + 72 h
+# lead_supervisory_authority = "..."
+# gdpr_role = "processor"                           # or "controller"
+# engine = "sglang"                                 # the engine bug: PyPI package, maintainers, versions
+# engine_vendor = "sgl-project"
+# engine_repo = "https://github.com/sgl-project/sglang"
+# introduced_version = "0"                          # 0 = every version before the fix
+# fixed_version = "0.5.22"
+# fixed_release_date = "2026-10-19"
+# upstream_issue = "https://github.com/..."
+# advisory_id = "KVIR-2026-0001"                    # default: [incident] id
+# cve_id = ""                                       # once assigned
+# ghsa_id = ""
+# cna_org_id = "..."                                # the CNA's UUID (CVE providerMetadata.orgId)
+# cwe = "CWE-488"                                   # or CWE-226, CWE-200, CWE-362
+# tlp = "AMBER"                                     # CSAF TLP label: WHITE, GREEN, AMBER, RED
+# csaf_status = "draft"                             # draft, interim, final
+# public_report_url = "https://..."
+# advisory_url = "https://..."
+# traffic_gap_minutes = 30          # a pause in customer traffic this long reads as "model private"
+# timeline_tolerance_minutes = 5    # larger hand-vs-data differences are shown as timeline conflicts
+# data_exposed = ["..."]                            # lists of strings (defaults describe KV-cache text)
+# data_not_exposed = ["..."]
+# workaround = "..."                                # advisory workaround (default: pool vs context checks)
+# went_well = ["..."]                               # post-mortem lessons
+# went_wrong = ["..."]
+# lucky = ["..."]
+# [[disclosure.action_items]]                       # post-mortem action items
+# title = "Check KV pool >= context length at every node start"
+# type = "prevent"                                  # mitigate, prevent or process
+# owner = "serving team"
+# bug = "OPS-1234"
+
 # Per-source settings for files that cannot say everything themselves. `path` is a glob relative
 # to this file; `format` is a name from `kvir formats`.
 # [[sources]]

@@ -100,9 +100,8 @@ def machine_values(m: IncidentModel) -> MachineValues:
     if d.reported_at:
         timeline.append({"time": iso(d.reported_at), "lang": "en",
                          "value": "Reported" + (f" via {d.reporter_channel}" if d.reporter_channel else "")})
-    for e in m.timeline:
-        if e.visibility == "public":
-            timeline.append({"time": e.iso, "lang": "en", "value": e.title})
+    for e in m.public_timeline:
+        timeline.append({"time": e.iso, "lang": "en", "value": e.title})
     if d.fixed_release_date:
         timeline.append({"time": f"{d.fixed_release_date.isoformat()}T00:00:00Z", "lang": "en",
                          "value": f"{engine} {d.fixed_version} released"})

@@ -331,6 +331,14 @@ class IncidentModel:
         return [n for n in self.nodes if n.role == "prefill"]
 
     @property
+    def public_timeline(self) -> list[TimelineEvent]:
+        """Events marked public; a derived event is left out where a hand-entered event describes the same
+        moment (e.g. 'Model made private'), so public documents state each milestone once."""
+        hand_kinds = {e.kind for e in self.timeline if e.origin == "hand"}
+        return [e for e in self.timeline if e.visibility == "public"
+                and not (e.origin == "data" and e.kind in hand_kinds)]
+
+    @property
     def conflicts(self) -> list[TimelineEvent]:
         return [e for e in self.timeline if e.conflicts]
 

@@ -209,6 +209,7 @@ class _Renderer:
             self.write(f"{stem}.md", text, group, title, "Markdown")
         if self.html:
             text = t.render(m=self.m, gen=self.gen(root), figure=self.figure(True, root), **ctx)
+            text = re.sub(r"\A\s*# [^\n]*\n", "", text)   # the page header already shows the title
             page = self.html_env.get_template("document.html.j2").render(
                 m=self.m, gen=self.gen(root), css=self.css, doc_kind=kind_title, doc_title=title,
                 body=md_to_html(text))
@@ -416,10 +417,30 @@ def _report(case: Case, chosen: list[str], fmt: str, spec: str | Path | None) ->
     artifacts = _carry_over(out, r.artifacts)
     index = r.html_env.get_template("index.html.j2").render(
         m=model, gen=r.gen(), css=r.css, figs=figs, doc_kind="Reports", doc_title=model.facts.title,
-        links=[asdict(a) for a in artifacts], validations=validations, warnings=model.warnings)
+        groups=_link_groups(artifacts), validations=validations, warnings=model.warnings)
     (out / "index.html").write_text(index, encoding="utf-8")
     _write_manifest(case, out, model, artifacts, validations, chosen, fmt, r.gen_at)
     return ReportResult(out, artifacts, r.validations, model.warnings, model)
+
+
+GROUP_ORDER = ("Public", "Coordinated disclosure", "Customer notices (affected accounts)",
+               "Customer notices (source accounts)", "Regulator", "Internal", "Timeline", "Figures")
+
+
+def _link_groups(artifacts: list[Artifact]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Index entries: per group, one line per document with its formats (path stem = one document)."""
+    docs: dict[tuple[str, str], dict[str, Any]] = {}
+    for a in artifacts:
+        stem = re.sub(r"\.(md|html|csv|jsonl|json|png|txt)$", "", a.path)
+        stem = stem.removesuffix(".invalid").removesuffix(".errors")
+        d = docs.setdefault((a.group, stem), {"title": a.title, "formats": []})
+        if a.kind in ("Markdown", "HTML"):
+            d["title"] = a.title
+        d["formats"].append({"kind": a.kind, "path": a.path})
+    out = []
+    for g in sorted({k[0] for k in docs}, key=lambda g: (GROUP_ORDER.index(g) if g in GROUP_ORDER else 99, g)):
+        out.append((g, [d for (gg, _), d in docs.items() if gg == g]))
+    return out
 
 
 def _previous_manifest(out: Path) -> dict[str, Any]:
@@ -436,7 +457,7 @@ def _carry_over(out: Path, written: list[Artifact]) -> list[Artifact]:
     keep = list(written)
     for a in _previous_manifest(out).get("artifacts", []):
         p = out / a["path"]
-        if a["path"] in seen or not p.exists() or _sha256(p) != a.get("sha256"):
+        if a["path"] in seen or a["path"] == "index.html" or not p.exists() or _sha256(p) != a.get("sha256"):
             continue
         keep.append(Artifact(a["path"], a["group"], a["title"], a["kind"], a.get("run", "")))
         seen.add(a["path"])
