@@ -5,9 +5,9 @@ The Python API mirrors the CLI (each command is a thin wrapper over one of these
     kvir.triage(incident, paths, out=...)   -> TriageResult (tables as pandas / Arrow, the case path)
     kvir.open_case(path)                     -> Case (reopen an investigation)
     kvir.simulate(out, requests=..., seed=...) -> the synthetic reference fleet
-    kvir.audit(paths, ...)                   -> audit findings
-    kvir.replay(case, ...)                   -> replay verdicts
-    kvir.report(case, ...)                   -> rendered documents
+    kvir.audit.audit(paths, ...)             -> audit findings
+    kvir.replay.replay_case(case, ...)       -> replay verdicts
+    kvir.report.report(case, ...)            -> rendered documents
 
 Heavy modules (torch for replay, matplotlib for reports) are imported only when used.
 """
@@ -15,17 +15,17 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+# Functions only: a name here must not be a submodule's name too, or importing the submodule would
+# replace the function on the package (kvir.audit, kvir.replay and kvir.report are packages: call
+# kvir.audit.audit(...), kvir.replay.replay_case(...), kvir.report.report(...)).
 _LAZY = {
-    "triage": ("kvir.triage", "triage"),
-    "TriageResult": ("kvir.triage", "TriageResult"),
+    "triage": ("kvir.triage_run", "triage"),
+    "TriageResult": ("kvir.triage_run", "TriageResult"),
     "open_case": ("kvir.case", "open_case"),
     "Case": ("kvir.case", "Case"),
     "load_spec": ("kvir.spec", "load_spec"),
-    "simulate": ("kvir.simulate", "simulate"),
-    "demo": ("kvir.demo", "demo"),
-    "audit": ("kvir.audit", "audit"),
-    "replay": ("kvir.replay.run", "replay_case"),
-    "report": ("kvir.report", "report"),
+    "simulate": ("kvir.fleet", "simulate"),
+    "demo": ("kvir.demo_run", "demo"),
     "KvirError": ("kvir.errors", "KvirError"),
 }
 

@@ -68,7 +68,7 @@ def triage(
 ) -> None:
     """Find the affected responses, the accounts and the nodes behind them."""
     from .summary import print_triage
-    from .triage import triage as run_triage
+    from .triage_run import triage as run_triage
 
     try:
         result = run_triage(incident, paths or [], out=out, format=format, source_tz=source_tz,

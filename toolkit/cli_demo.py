@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Generate the synthetic reference fleet (DESIGN.md §1): exactly 155 exposed responses."""
         from .progress import stderr
-        from .simulate import simulate as run
+        from .fleet import simulate as run
 
         try:
             path = run(out, requests=requests, seed=seed, format=format, progress=True)
@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables.")] = False,
     ) -> None:
         """Simulate the reference incident and run every kvir stage on it."""
-        from .demo import demo as run, print_demo
+        from .demo_run import demo as run, print_demo
         from .progress import stderr
 
         try:

@@ -26,8 +26,8 @@ class DemoResult:
 def demo(out: str | Path = "kvir-demo", requests: int = 30_000, seed: int = 7, progress: bool = True,
          replay_limit: int = 12, replay_scale: float = 1 / 64) -> DemoResult:
     """Run simulate -> triage -> audit -> replay -> report on the reference incident."""
-    from .simulate import simulate
-    from .triage import triage
+    from .fleet import simulate
+    from .triage_run import triage
 
     out = Path(out)
     fleet, case_dir = out / "fleet", out / "case"

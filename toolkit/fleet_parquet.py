@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import simulate as S
+from . import fleet as S
 
 COLUMNS = ["request_id", "ts", "ts_end", "account_id", "model", "prompt_tokens", "completion_tokens",
            "http_status", "finish_reason", "prefill_node", "decode_node", "prefill_tokens"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import zoneinfo
 
-from . import simulate as sim
+from . import fleet as sim
 
 
 def _stamp(ts: dt.datetime, tags: str = "") -> str:
