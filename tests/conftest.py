@@ -1,0 +1,68 @@
+"""Shared helpers for the foundation tests: write a minimal incident spec and hand-made logs, run triage."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+MINIMAL_SPEC = """\
+[incident]
+id = "KVIR-2026-0001"
+title = "Cross-tenant KV cache exposure on GLM-5.3"
+models = ["@cf/zai-org/glm-5.3", "zai-org/GLM-5.3"]   # aliases of one model
+window_start = 2026-08-27T00:00:00Z                      # inclusive
+window_end = 2026-09-09T19:40:00Z                        # inclusive
+[trigger]
+pool_tokens = 681280
+context_tokens = 1048576
+rule = "{rule}"                                          # or "engine"
+"""
+
+
+def spec_text(rule: str = "public", extra: str = "") -> str:
+    return MINIMAL_SPEC.replace("{rule}", rule) + extra
+
+
+@pytest.fixture
+def spec(tmp_path: Path):
+    """spec(rule="public", extra="") -> path of an incident.toml in tmp_path."""
+    def make(rule: str = "public", extra: str = "") -> Path:
+        p = tmp_path / "incident.toml"
+        p.write_text(spec_text(rule, extra))
+        return p
+    return make
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def sglang_finished(ts_local: str, rid: str, prompt, *, latency: float = 1.0, ftype: str | None = "length",
+                    status: int | None = None, room: int | None = None, completion: int = 10) -> str:
+    """One `request.finished` line in SGLang's JSON request-log shape (json.dumps spacing)."""
+    fr = None if ftype is None else {"type": ftype}
+    if fr is not None and ftype == "abort":
+        fr.update({"message": "x", "status_code": status, "err_type": None})
+    elif fr is not None:
+        fr["length"] = completion
+    obj = {"rid": rid, "stream": True}
+    if room is not None:
+        obj.update({"bootstrap_host": "10.0.0.1", "bootstrap_port": 8998, "bootstrap_room": room})
+    meta = {"id": rid, "finish_reason": fr, "prompt_tokens": prompt, "completion_tokens": completion,
+            "cached_tokens": 0, "e2e_latency": latency}
+    return json.dumps({"timestamp": ts_local, "event": "request.finished", "rid": rid, "obj": obj,
+                       "out": {"meta_info": meta}})
+
+
+def sglang_received(ts_local: str, rid: str) -> str:
+    return json.dumps({"timestamp": ts_local, "event": "request.received", "rid": rid, "obj": {"rid": rid}})
+
+
+def ids(df, column: str = "request_id") -> set[str]:
+    return set(df[column].tolist())

@@ -1,0 +1,114 @@
+"""incident.toml: the minimal spec works as written; every invalid spec names its key."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from kvir.errors import SpecError
+from kvir.spec import TEMPLATE, load_spec, parse_spec
+from tests.conftest import spec_text
+
+UTC = dt.timezone.utc
+
+
+def test_minimal_spec_exactly_as_in_the_issue(tmp_path):
+    p = tmp_path / "incident.toml"
+    p.write_text(spec_text())
+    s = load_spec(p)
+    assert s.id == "KVIR-2026-0001"
+    assert s.models == ("@cf/zai-org/glm-5.3", "zai-org/GLM-5.3")
+    assert s.window_start == dt.datetime(2026, 8, 27, tzinfo=UTC)
+    assert s.window_end == dt.datetime(2026, 9, 9, 19, 40, tzinfo=UTC)
+    assert (s.trigger.pool_tokens, s.trigger.context_tokens, s.trigger.rule) == (681280, 1048576, "public")
+    # SGLang: min(context-1, pool-1) - 5 = min(1048575, 681279) - 5
+    assert s.trigger.engine_limit == 681274
+    assert s.trigger.other_rule == "engine"
+
+
+def test_template_written_by_init_parses(tmp_path):
+    p = tmp_path / "incident.toml"
+    p.write_text(TEMPLATE)
+    assert load_spec(p).trigger.rule == "public"
+
+
+def test_offsets_are_converted_to_utc(tmp_path):
+    p = tmp_path / "incident.toml"
+    p.write_text(spec_text().replace("2026-08-27T00:00:00Z", "2026-08-27T02:00:00+02:00"))
+    assert load_spec(p).window_start == dt.datetime(2026, 8, 27, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("change, key, words", [
+    (("2026-08-27T00:00:00Z", "2026-08-27T00:00:00"), "incident.window_start", "no UTC offset"),
+    (("2026-08-27T00:00:00Z", "2026-08-27"), "incident.window_start", "bare date"),
+    (('rule = "public"', 'rule = "strict"'), "trigger.rule", '"public"'),
+    (("pool_tokens = 681280", "pool_tokens = -1"), "trigger.pool_tokens", "positive integer"),
+    (("pool_tokens = 681280", 'pool_tokens = "681280"'), "trigger.pool_tokens", "positive integer"),
+    (("2026-09-09T19:40:00Z", "2026-08-01T00:00:00Z"), "incident.window_end", "before window_start"),
+    (('models = ["@cf/zai-org/glm-5.3", "zai-org/GLM-5.3"]', "models = []"), "incident.models", "non-empty list"),
+    (('title = "Cross-tenant KV cache exposure on GLM-5.3"', 'titel = "x"'), "incident.titel", "unknown key"),
+])
+def test_invalid_specs_name_the_key(tmp_path, change, key, words):
+    p = tmp_path / "incident.toml"
+    p.write_text(spec_text().replace(*change))
+    with pytest.raises(SpecError) as e:
+        load_spec(p)
+    assert f"[{key}]" in str(e.value) and words in str(e.value)
+    assert str(p) in str(e.value)
+
+
+def test_missing_table_and_file(tmp_path):
+    with pytest.raises(SpecError, match="missing \\[trigger\\] table"):
+        parse_spec({"incident": {}})
+    with pytest.raises(SpecError, match="not found"):
+        load_spec(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[incident\nid=")
+    with pytest.raises(SpecError, match="not valid TOML"):
+        load_spec(bad)
+
+
+def test_accounts_events_sources(tmp_path):
+    extra = """
+[[accounts]]
+id = "acct-researcher"
+label = "reporting researcher"
+reason = "bug bounty"
+exclude = true
+
+[[events]]
+ts = 2026-09-09T14:00:00Z
+title = "Model made private"
+
+[[events]]
+ts = 2026-09-09T13:22:00Z
+title = "Incident declared"
+
+[[sources]]
+path = "engine/*.log"
+format = "sglang-text"
+source_tz = "+05:30"
+[sources.columns]
+request_id = "id"
+"""
+    p = tmp_path / "incident.toml"
+    p.write_text(spec_text(extra=extra))
+    s = load_spec(p)
+    assert s.accounts[0].exclude and s.accounts[0].label == "reporting researcher"
+    assert [e.title for e in s.events] == ["Incident declared", "Model made private"]   # sorted by time
+    assert s.sources[0].source_tz == "+05:30" and s.sources[0].columns == {"request_id": "id"}
+
+
+@pytest.mark.parametrize("extra, key", [
+    ('\n[[sources]]\npath = "x"\nsource_tz = "Mars/Olympus"\n', "sources[0].source_tz"),
+    ('\n[[sources]]\npath = "x"\nrole = "router"\n', "sources[0].role"),
+    ('\n[[sources]]\npath = "x"\n[sources.columns]\nprompt = "p"\n', "sources[0].columns.prompt"),
+    ('\n[[accounts]]\nid = "a"\nlabel = "l"\nreason = "r"\n[[accounts]]\nid = "a"\nlabel = "l"\nreason = "r"\n', "accounts"),
+    ('\n[[events]]\ntitle = "no time"\n', "events[0].ts"),
+])
+def test_invalid_lists_name_the_key(tmp_path, extra, key):
+    p = tmp_path / "incident.toml"
+    p.write_text(spec_text(extra=extra))
+    with pytest.raises(SpecError) as e:
+        load_spec(p)
+    assert f"[{key}]" in str(e.value)
