@@ -6,8 +6,9 @@
 -- unless no configuration line came since the previous marker (vLLM prints several banners per start).
 -- Inside one marker segment, the n-th pool line of one rank tag belongs to the n-th start: a restart
 -- whose dump is missing (a cut log) still counts, while the same line on TP0..TP7 of one start
--- (older builds print it on every rank) stays one start. An environment dump printed after a start's
--- pool lines belongs to the next start (entrypoints print it before launching the server). Lines
+-- (older builds print it on every rank) stays one start. An environment dump or a version line with no
+-- configuration line after it in its own start belongs to the next start (entrypoints print them
+-- before launching the server). Lines
 -- without a time prefix inherit the previous line's time (ts_inherited).
 CREATE OR REPLACE TABLE audit_lines AS
 WITH l AS (
@@ -53,12 +54,12 @@ c6 AS (
 c7 AS (
     SELECT c6.*,
         coalesce(sum(CASE WHEN c6.is_cfg THEN 1 ELSE 0 END) OVER (PARTITION BY c6.file_id, c6.start0 ORDER BY c6.line_no
-                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS cfg_in_start_before,
+                 ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING), 0) AS cfg_in_start_after,
         max(c6.start0) OVER (PARTITION BY c6.file_id) AS last_start
     FROM c6
 )
-SELECT c7.* EXCLUDE (cfg_before, prev_marker_cfg, occ, sub, start0, cfg_in_start_before, last_start),
-    CASE WHEN c7.kind = 'env' AND c7.cfg_in_start_before > 0 AND c7.start0 < c7.last_start THEN c7.start0 + 1
+SELECT c7.* EXCLUDE (cfg_before, prev_marker_cfg, occ, sub, start0, cfg_in_start_after, last_start),
+    CASE WHEN c7.kind IN ('env', 'version') AND c7.cfg_in_start_after = 0 AND c7.start0 < c7.last_start THEN c7.start0 + 1
          ELSE c7.start0 END AS start_no,
     c7.ts IS NULL AND c7.ts_text IS NULL AS ts_inherited,
     CASE WHEN c7.ts IS NOT NULL OR c7.ts_text IS NOT NULL THEN c7.ts

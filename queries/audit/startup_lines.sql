@@ -98,8 +98,8 @@ complete AS (
         CASE r.kind
             WHEN 'server_args' THEN regexp_matches(r.msg, '\)\s*$')
             -- every historical shape of line (g) ends with one of these pairs; a bare
-            -- `max_total_num_tokens=N` is bench_one_batch's form
-            WHEN 'pool' THEN regexp_matches(r.msg, '^max_total_num_tokens=\d+\s*$')
+            -- `max_total_num_tokens=N` is complete only as bench_one_batch prints it (no log prefix)
+            WHEN 'pool' THEN (regexp_matches(r.msg, '^max_total_num_tokens=\d+\s*$') AND r.sg_prefix = '' AND r.vl_prefix = '')
                           OR regexp_matches(r.msg, '(?:context_len=\d+|available_(?:gpu|cpu)_mem=[\d.]+ GB|max_running_requests=\d+)\s*$')
             WHEN 'kv_alloc' THEN regexp_matches(r.msg, '#tokens: \d+, (?:K size: [\d.]+ GB, V size: [\d.]+ GB|KV size: [\d.]+ GB)\s*$')
             ELSE true END
@@ -166,15 +166,15 @@ SELECT
     CASE WHEN c.kind = 'vllm_kv' THEN kva_grouped(regexp_extract(c.msg, '^GPU KV cache size: ([\d,]+) tokens', 1)) END AS vllm_kv_tokens,
     CASE WHEN c.kind = 'vllm_concurrency' THEN kva_grouped(regexp_extract(c.msg, '^Maximum concurrency for ([\d,]+) tokens', 1))
          WHEN c.kind = 'vllm_max_len' THEN TRY_CAST(regexp_extract(c.msg, '^Using max model len (\d+)', 1) AS BIGINT)
-         WHEN c.kind = 'vllm_start' THEN kva_int(c.msg, 'max_seq_len')
+         WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'max_seq_len', c.complete)
          WHEN c.kind = 'vllm_refusal' THEN TRY_CAST(regexp_extract(c.msg, 'max seq len \((\d+)\)', 1) AS BIGINT)
     END AS vllm_max_model_len,
     CASE WHEN c.kind = 'vllm_concurrency' THEN TRY_CAST(regexp_extract(c.msg, 'tokens per request: ([\d.]+)x', 1) AS DOUBLE) END AS vllm_concurrency,
     CASE WHEN c.kind = 'vllm_blocks' THEN TRY_CAST(regexp_extract(c.msg, '^# \w+ blocks: (\d+)', 1) AS BIGINT) END AS vllm_blocks,
     CASE WHEN c.kind = 'vllm_start' THEN coalesce(kva_str(c.msg, 'served_model_name'), nullif(regexp_extract(c.msg, '[ ,(]served_model_name=([^,\s''"()]+)[,)]', 1), ''), kva_str(c.msg, 'model')) END AS vllm_served_model,
-    CASE WHEN c.kind = 'vllm_start' THEN kva_int(c.msg, 'tensor_parallel_size') END AS vllm_tp_size,
-    CASE WHEN c.kind = 'vllm_start' THEN kva_int(c.msg, 'data_parallel_size') END AS vllm_dp_size,
-    CASE WHEN c.kind = 'vllm_start' THEN kva_int(c.msg, 'block_size') END AS vllm_block_size,
+    CASE WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'tensor_parallel_size', c.complete) END AS vllm_tp_size,
+    CASE WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'data_parallel_size', c.complete) END AS vllm_dp_size,
+    CASE WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'block_size', c.complete) END AS vllm_block_size,
     CASE WHEN c.kind = 'vllm_refusal' AND position('To serve at least one request' IN c.msg) > 0 THEN
               'needs ' || regexp_extract(c.msg, '\(([\d.]+ Gi?B) KV cache is needed', 1) || ' of KV cache for one request of '
               || regexp_extract(c.msg, 'max seq len \((\d+)\)', 1) || ' tokens, has ' || regexp_extract(c.msg, 'available KV cache memory \(([\d.]+ Gi?B)\)', 1)

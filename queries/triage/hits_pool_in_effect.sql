@@ -26,7 +26,7 @@ floor_ AS (   -- the lowest threshold any node or the spec applies: requests bel
 scoped AS (
     SELECT r.*, row_number() OVER (ORDER BY r.request_id, r.ts) AS k_row
     FROM requests AS r, floor_ AS f
-    WHERE list_contains($models, r.model)
+    WHERE r.model IN (SELECT unnest($models))
       AND r.ts >= $window_start AND r.ts <= $window_end
       AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= f.lo)
 ),
@@ -37,7 +37,7 @@ interleaved AS (
     SELECT s.prefill_node, s.ts, 1 AS k, NULL::BIGINT, s.k_row
     FROM scoped AS s WHERE s.prefill_node IS NOT NULL
 ),
-asof AS (
+latest AS (
     SELECT i.k_row, i.k,
         last_value(i.config_id IGNORE NULLS) OVER (PARTITION BY i.node ORDER BY i.ts, i.k
                                                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS config_id
@@ -48,7 +48,7 @@ matched AS (
         c.engine_limit AS cfg_limit, c.evidence_file || ':' || c.evidence_line AS config_evidence,
         s.prefill_node IN (SELECT DISTINCT node FROM cfg) AS node_known
     FROM scoped AS s
-    LEFT JOIN (SELECT k_row, config_id FROM asof WHERE k = 1) AS a ON a.k_row = s.k_row
+    LEFT JOIN (SELECT k_row, config_id FROM latest WHERE k = 1) AS a ON a.k_row = s.k_row
     LEFT JOIN cfg AS c ON c.config_id = a.config_id
 ),
 ruled AS (
