@@ -41,14 +41,15 @@ fields AS (
 judged AS (
     SELECT f.*,
         CASE
+            WHEN f.line_bytes > s.max_line_bytes THEN 'bad'
             WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'skip'
             WHEN f.j IS NULL THEN 'bad'
             WHEN f.rid IS NULL OR f.ts0 IS NULL OR NOT kvir_in_range(f.ts0) OR kvir_text(f.j.model) IS NULL THEN 'bad'
             WHEN f.j.tokens_in IS NOT NULL AND f.tokens_in IS NULL THEN 'bad'
             ELSE 'request' END AS kind,
         CASE
-            WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'blank line'
             WHEN f.line_bytes > s.max_line_bytes THEN 'record longer than ' || s.max_line_bytes || ' bytes'
+            WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'blank line'
             WHEN f.j IS NULL AND json_valid(f.text) THEN 'JSON value is not an object'
             WHEN f.j IS NULL THEN 'malformed JSON'
             WHEN f.rid IS NULL THEN 'missing field: id'

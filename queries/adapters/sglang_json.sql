@@ -37,8 +37,8 @@ fields AS (
 classified AS (
     SELECT f.*,
         CASE
-            WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'skip'
             WHEN f.line_bytes > s.max_line_bytes THEN 'bad'
+            WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'skip'
             WHEN f.j IS NULL THEN 'bad'
             WHEN f.j.event = 'request.received' THEN 'skip'
             WHEN f.j.event IS DISTINCT FROM 'request.finished' THEN 'bad'
@@ -46,8 +46,8 @@ classified AS (
                  OR f.latency_s IS NULL OR f.latency_s < 0 THEN 'bad'
             ELSE 'request' END AS kind,
         CASE
-            WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'blank line'
             WHEN f.line_bytes > s.max_line_bytes THEN 'line longer than ' || s.max_line_bytes || ' bytes'
+            WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'blank line'
             WHEN f.j IS NULL AND json_valid(f.text) THEN 'JSON value is not an object'
             WHEN f.j IS NULL THEN 'malformed JSON'
             WHEN f.j.event = 'request.received' THEN 'request.received event (not a request)'

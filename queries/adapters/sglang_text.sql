@@ -41,15 +41,15 @@ fields AS (
 judged AS (
     SELECT f.*,
         CASE
-            WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'skip'
             WHEN f.line_bytes > s.max_line_bytes THEN 'bad'
+            WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'skip'
             WHEN f.event IS DISTINCT FROM 'finish' THEN 'skip'
             WHEN f.ts_fin IS NULL OR NOT kvir_in_range(f.ts_fin) OR coalesce(f.meta, '') = '' OR f.rid IS NULL
                  OR f.prompt_tokens IS NULL OR f.latency_s IS NULL THEN 'bad'
             ELSE 'request' END AS kind,
         CASE
-            WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'blank line'
             WHEN f.line_bytes > s.max_line_bytes THEN 'line longer than ' || s.max_line_bytes || ' bytes'
+            WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'blank line'
             WHEN f.event = 'receive' THEN 'Receive line (not a request)'
             WHEN f.event IS NULL AND f.stamp = '' THEN 'other log line (no timestamp prefix)'
             WHEN f.event IS NULL THEN 'other log line'
