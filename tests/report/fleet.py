@@ -122,6 +122,12 @@ category = "mitigation"
 visibility = "public"
 
 [[events]]
+ts = 2026-09-10T09:00:00Z
+title = "@support sent the customer notices"
+actor = "provider"
+category = "notification"
+
+[[events]]
 ts = 2026-09-09T19:40:00Z
 title = "Model public again"
 actor = "provider"

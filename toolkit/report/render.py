@@ -246,8 +246,8 @@ class _Renderer:
             title = f"Notice to account {a.account_id}"
             self.prose("notice_affected.md.j2", stem, "Customer notices (affected accounts)", title,
                        "Processor-to-controller notice", a=a)
-            self.write(stem + ".csv", _csv(["request_id", "ts", "prompt_tokens", "http_status"],
-                                           [[r.request_id, iso(r.ts), r.prompt_tokens, r.http_status]
+            self.write(stem + ".csv", _csv(["account_id", "request_id", "ts", "prompt_tokens", "http_status"],
+                                           [[a.account_id, r.request_id, iso(r.ts), r.prompt_tokens, r.http_status]
                                             for r in a.responses]),
                        "Customer notices (affected accounts)", title + " (requests)", "CSV")
         if self.m.replay is None:
@@ -257,8 +257,8 @@ class _Renderer:
             title = f"Notice to account {s.account_id} (its data reached another response)"
             self.prose("notice_source.md.j2", stem, "Customer notices (source accounts)", title,
                        "Processor-to-controller notice", s=s)
-            self.write(stem + ".csv", _csv(["request_id", "ts", "reached_responses", "tokens"],
-                                           [[r.request_id, iso(r.ts), r.reached_responses, r.tokens]
+            self.write(stem + ".csv", _csv(["account_id", "request_id", "ts", "reached_responses", "tokens"],
+                                           [[s.account_id, r.request_id, iso(r.ts), r.reached_responses, r.tokens]
                                             for r in s.requests]),
                        "Customer notices (source accounts)", title + " (requests)", "CSV")
 

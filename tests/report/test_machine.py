@@ -1,0 +1,129 @@
+"""CSAF, OSV and CVE outputs: valid against the official schemas (shared/schemas) and the csaf package's
+mandatory tests, with the facts of the engine bug in them."""
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from kvir.report.validate import osv_schema, validate_csaf
+
+
+def _load(rendered, rel):
+    return json.loads(rendered.path(rel).read_text())
+
+
+def _csaf_validator(schemas):
+    from jsonschema import Draft202012Validator, FormatChecker
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT4, DRAFT7
+
+    first = schemas / "csaf" / "first"
+    reg = Registry().with_resources([
+        ("https://www.first.org/cvss/cvss-v2.0.json",
+         Resource.from_contents(json.loads((first / "cvss-v2.0.json").read_text()), default_specification=DRAFT4)),
+        ("https://www.first.org/cvss/cvss-v3.0.json",
+         Resource.from_contents(json.loads((first / "cvss-v3.0.json").read_text()), default_specification=DRAFT4)),
+        ("https://www.first.org/cvss/cvss-v3.1.json",
+         Resource.from_contents(json.loads((first / "cvss-v3.1.json").read_text()), default_specification=DRAFT7)),
+    ])
+    schema = json.loads((schemas / "csaf" / "csaf_json_schema.json").read_text())
+    return Draft202012Validator(schema, registry=reg, format_checker=FormatChecker())
+
+
+@pytest.mark.parametrize("rel", ["csaf/kvir-2026-0001-sglang.json", "csaf/kvir-2026-0001.json"])
+def test_csaf_official_schema_and_mandatory_tests(rendered, shared_schemas, rel):
+    doc = _load(rendered, rel)
+    errors = [e.message for e in _csaf_validator(shared_schemas).iter_errors(doc)]
+    assert errors == []
+    from csaf.csaf.v20 import validate
+
+    report = validate(doc, preset="basic")
+    failed = [(r.id, r.errors) for r in report.results if not r.passed and not r.skipped]
+    assert report.overall_valid and failed == []
+    assert sum(1 for r in report.results if r.group == "mandatory") >= 30   # the mandatory tests ran
+
+
+def test_csaf_advisory_facts(rendered):
+    doc = _load(rendered, "csaf/kvir-2026-0001-sglang.json")
+    assert doc["document"]["category"] == "csaf_security_advisory"
+    assert doc["document"]["tracking"]["id"] == "KVIR-2026-0001-sglang"     # file name per CSAF §5.1
+    v = doc["vulnerabilities"][0]
+    assert v["cwe"] == {"id": "CWE-488", "name": "Exposure of Data Element to Wrong Session"}
+    assert v["product_status"] == {"known_affected": ["CSAFPID-0001"], "fixed": ["CSAFPID-0002"]}
+    names = json.dumps(doc["product_tree"])
+    assert "vers:pypi/<0.5.22" in names and "pkg:pypi/sglang@0.5.22" in names
+    assert {r["category"] for r in v["remediations"]} == {"vendor_fix", "workaround"}
+    assert doc["document"]["acknowledgments"][0]["names"] == ["A. Researcher"]
+    assert list(doc) == sorted(doc)   # keys sorted (CSAF: SHOULD)
+
+
+def test_csaf_incident_facts(rendered):
+    doc = _load(rendered, "csaf/kvir-2026-0001.json")
+    assert doc["document"]["category"] == "csaf_security_incident_response"
+    assert any(r["category"] == "external" for r in doc["document"]["references"])
+    summary = doc["document"]["notes"][0]["text"]
+    assert "10 responses" in summary and "4 customer accounts" in summary
+    assert "2026-08-27T06:15:00Z to 2026-09-09T13:55:00Z" in summary
+
+
+def test_csaf_validator_catches_a_broken_document(rendered):
+    doc = _load(rendered, "csaf/kvir-2026-0001-sglang.json")
+    bad = copy.deepcopy(doc)
+    bad["vulnerabilities"][0]["cwe"]["name"] = "Some Other Name"              # 6.1.11
+    bad["vulnerabilities"][0]["product_status"]["fixed"] = ["CSAFPID-9999"]   # 6.1.1
+    _, ok, errors = validate_csaf(bad)
+    assert ok is False
+    assert any(e.startswith("6.1.11") for e in errors) and any(e.startswith("6.1.1 ") for e in errors)
+
+
+def test_osv_official_schema_and_range(rendered, shared_schemas):
+    from jsonschema import Draft202012Validator
+
+    doc = _load(rendered, "osv/x_KVIR-2026-0001.json")
+    official = json.loads((shared_schemas / "osv" / "schema.json").read_text())
+    assert list(Draft202012Validator(official).iter_errors(doc)) == []
+    assert osv_schema() == official          # the copy kvir ships is the official file
+    aff = doc["affected"][0]
+    assert aff["package"] == {"ecosystem": "PyPI", "name": "sglang", "purl": "pkg:pypi/sglang"}
+    assert aff["ranges"] == [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "0.5.22"}]}]
+    assert doc["id"] == "x_KVIR-2026-0001" and doc["credits"][0] == {"name": "A. Researcher", "type": "REPORTER"}
+
+
+def test_cve_container_official_schema(rendered, shared_schemas):
+    from cvelib.cve_api import CveRecord
+    from jsonschema import Draft7Validator
+
+    doc = _load(rendered, "cve/cna_container.json")
+    official = json.loads((shared_schemas / "cve" / "CVE_JSON_cnaPublishedContainer_5.1.1.json").read_text())
+    assert [e.message for e in Draft7Validator(official).iter_errors(doc)] == []
+    CveRecord.validate(doc)
+    v = doc["affected"][0]["versions"][0]
+    assert v == {"version": "0", "lessThan": "0.5.22", "status": "affected", "versionType": "python"}
+    assert doc["problemTypes"][0]["descriptions"][0]["cweId"] == "CWE-488"
+    times = [t["time"] for t in doc["timeline"]]
+    assert times == sorted(times) and "2026-09-08T09:00:00Z" in times
+
+
+def test_json_templates_keep_hostile_values_inside_strings(tmp_path, small_case):
+    """A provider name with quotes, a closing brace and markup stays one JSON string in every document."""
+    import shutil
+
+    from kvir import open_case
+    from kvir.report import report
+
+    dst = tmp_path / "case"
+    shutil.copytree(small_case, dst, ignore=shutil.ignore_patterns("reports"))
+    hostile = 'Evil", "x": {"y": 1}} </script><b>'
+    case = open_case(dst)
+    try:
+        case.con.execute("UPDATE disclosure SET value = $v WHERE key = 'provider'", {"v": json.dumps(hostile)})
+    finally:
+        case.close()
+    r = report(dst, only=["csaf", "osv", "cve"])
+    assert r.ok
+    doc = json.loads((dst / "reports/csaf/kvir-2026-0001.json").read_text())
+    assert doc["document"]["publisher"]["name"] == hostile
+    osv = json.loads((dst / "reports/osv/x_KVIR-2026-0001.json").read_text())
+    assert "x" not in osv and osv["credits"][1]["name"] == hostile
