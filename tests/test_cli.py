@@ -1,0 +1,66 @@
+"""The kvir command line: thin wrappers, results on stdout, everything else on stderr, exit status 2 on user errors."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from kvir.cli import app
+from kvir.spec import load_spec
+from tests.conftest import sglang_finished as fin, write
+
+runner = CliRunner()
+
+
+def kvir_cmd(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kvir.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_every_command_has_help():
+    res = runner.invoke(app, ["--help"])
+    assert res.exit_code == 0
+    for cmd in ("init", "triage", "formats", "simulate", "demo"):
+        assert cmd in res.output
+        sub = runner.invoke(app, [cmd, "--help"])
+        assert sub.exit_code == 0 and "Usage" in sub.output, cmd
+
+
+def test_init_writes_a_valid_template_and_refuses_to_overwrite(tmp_path):
+    p = tmp_path / "incident.toml"
+    assert runner.invoke(app, ["init", str(p)]).exit_code == 0
+    assert load_spec(p).id == "KVIR-2026-0001"
+    res = runner.invoke(app, ["init", str(p)])
+    assert res.exit_code == 2
+    assert runner.invoke(app, ["init", str(p), "--force"]).exit_code == 0
+
+
+def test_triage_json_goes_to_stdout_and_tables_to_stderr(spec, tmp_path):
+    log = write(tmp_path / "decode-0.jsonl", fin("2026-08-30T10:00:00", "a1", 700000) + "\n")
+    proc = kvir_cmd("triage", "--incident", str(spec()), "--out", str(tmp_path / "case"),
+                    "--source-tz", "America/Chicago", "--json", str(log))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)                         # stdout is pure JSON
+    assert data["summary"]["affected"] == 1
+    assert "Triage KVIR-2026-0001" in proc.stderr and "affected responses" in proc.stderr
+
+
+def test_user_errors_exit_2_with_one_line(spec, tmp_path):
+    proc = kvir_cmd("triage", "--incident", str(spec()), "--out", str(tmp_path / "c"), str(tmp_path / "missing.log"))
+    assert proc.returncode == 2
+    assert "missing.log" in proc.stderr and "Traceback" not in proc.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[incident]\nid = 3\n")
+    proc = kvir_cmd("triage", "--incident", str(bad), "--out", str(tmp_path / "c"), str(tmp_path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_formats_lists_every_format_with_its_needs():
+    from kvir.formats import FORMATS
+
+    proc = kvir_cmd("formats")
+    assert proc.returncode == 0
+    for name in FORMATS:
+        assert name in proc.stdout
+    assert "--source-tz" in proc.stdout
