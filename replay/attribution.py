@@ -1,0 +1,100 @@
+"""Replaying one target request both ways, with attribution and a causal check.
+
+    replay_target(engine, req)
+        1. patched run, as a counterfactual (undone afterwards)
+        2. unpatched run with attribution, as a counterfactual: every attended slot traced to its last
+           writer (ledger), softmax mass per writer per decode step
+        3. causal check per top foreign owner, as a counterfactual: that owner's slots in the target's
+           range are overwritten with the owner's finite sentinel (models.ReplayModel.sentinel) right
+           before decoding; if the output changes, the owner's data caused it
+        4. the unpatched run for real (the production path: the node's later requests see its pages);
+           its output must equal step 2's bit for bit (a determinism check on every target)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .engine import PDEngine
+from .policy import PatchedPolicy, UnpatchedPolicy
+from .request import Outcome, ReplayRequest
+
+
+@dataclass
+class CausalResult:
+    owner: int                 # writer uid whose slots were swapped for sentinels
+    slots: int                 # how many of the target's slots that was
+    changed_tokens: int        # output tokens that differ from the unswapped run
+    first_changed: int | None  # the first differing output index
+
+
+@dataclass
+class TargetResult:
+    unpatched: Outcome         # attributed (step 2)
+    patched: Outcome
+    causal: list[CausalResult] = field(default_factory=list)
+
+
+def causal_check(engine: PDEngine, req: ReplayRequest, owner: int, baseline: list[int]) -> CausalResult:
+    swapped = {"n": 0}
+
+    def swap(eng: PDEngine, st) -> None:
+        node = eng.decode_node
+        slots = node.slots(st.pages, 0, st.prompt_len)
+        mine = torch.as_tensor(node.ledger.writer[slots.cpu().numpy()] == owner, device=slots.device)
+        sel = slots[mine]
+        swapped["n"] = int(sel.numel())
+        if sel.numel():
+            k, v = eng.model.sentinel(owner)
+            node.pool.fill(sel, k, v)
+
+    with engine.counterfactual():
+        out = engine.start(req, UnpatchedPolicy(), before_decode=swap)
+    diff = [i for i, (a, b) in enumerate(zip(out.tokens, baseline)) if a != b]
+    diff += list(range(min(len(out.tokens), len(baseline)), max(len(out.tokens), len(baseline))))
+    return CausalResult(owner, swapped["n"], len(diff), min(diff) if diff else None)
+
+
+def can_admit(engine: PDEngine, req: ReplayRequest) -> bool:
+    """Whether the decode node has pages for the request now (or it is refused before needing any)."""
+    need = engine.decode.pages_needed(req.prompt_len + max(0, req.completion_len - 1))
+    return engine.decode_node.alloc.free_pages_count >= need or engine.decode.validate(req.prompt_len) is not None \
+        or req.prompt_len >= (req.prefill_limits or engine.config.prefill).context_len
+
+
+def replay_target(engine: PDEngine, req: ReplayRequest, *, causal_top: int = 3) -> TargetResult:
+    with engine.counterfactual():
+        patched = engine.run(req, PatchedPolicy())
+    with engine.counterfactual():
+        probe = engine.start(req, UnpatchedPolicy(), attribution=True)
+    causal = []
+    if probe.served:
+        for o in probe.owners[:causal_top]:
+            causal.append(causal_check(engine, req, o.uid, probe.tokens))
+    main = engine.start(req, UnpatchedPolicy())
+    if main.tokens != probe.tokens or main.http_status != probe.http_status:
+        raise AssertionError(f"{req.rid}: the replay is not deterministic (attributed and production runs differ)")
+    return TargetResult(probe, patched, causal)
+
+
+def foreign_token_runs(out: Outcome, engine: PDEngine) -> dict[int, list[int]]:
+    """Output tokens that reproduce a foreign writer's token (the recall model's visible leak), by writer."""
+    runs: dict[int, list[int]] = {}
+    me = engine.registry.get(out.rid)
+    for rec in out.steps:
+        if rec.top_writer >= 0 and rec.top_writer != me and rec.token == rec.top_token:
+            runs.setdefault(rec.top_writer, []).append(rec.token)
+    return runs
+
+
+def exposure_rows(out: Outcome, engine: PDEngine) -> list[dict]:
+    """One row per foreign owner: request, account, tokens, positions, mass (replay_results.foreign_owners)."""
+    reg = engine.registry
+    return [{"request_id": reg.rid(o.uid), "account_id": reg.account(o.uid), "tokens": o.tokens,
+             "first_token": o.first_token, "last_token": o.last_token, "attention_mass": float(o.attention_mass)}
+            for o in out.owners]
+
+
+__all__ = ["CausalResult", "TargetResult", "causal_check", "can_admit", "replay_target", "foreign_token_runs",
+           "exposure_rows"]

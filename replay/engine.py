@@ -1,0 +1,208 @@
+"""The prefill/decode engine: one request through tokenizer check, decode pre-allocation, prefill intake,
+forward, transfer, receive checks and decode steps, under a policy (policy.py). Deterministic.
+
+    engine = PDEngine(EngineConfig(prefill=NodeLimits(...), decode=NodeLimits(...)), RecallModel())
+    out = engine.start(ReplayRequest("req-1", prompt_len=700_000, completion_len=8), UnpatchedPolicy())
+    engine.finish("req-1")            # the decode side frees the request's pages (they keep their bytes)
+
+`start` leaves the decode pages held until `finish` (a node's requests overlap in time). A counterfactual
+runs inside `with engine.counterfactual():` and leaves no trace: pools, allocators and ledgers are
+restored exactly.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import numpy as np
+import torch
+
+from .config import EngineConfig
+from .decode import DecodeState, DecodeWorker
+from .kernels import IsolationViolation
+from .ledger import Registry
+from .models import ReplayModel
+from .node import KVNode
+from .policy import FreedPageFill, Policy, UnpatchedPolicy
+from .prefill import PrefillWorker
+from .request import OwnerExposure, Outcome, ReplayRequest
+from .tokens import synthetic_tokens
+from .transfer import Fault, KVTransfer
+
+
+class PDEngine:
+    def __init__(self, config: EngineConfig, model: ReplayModel, *, device: str | torch.device = "cpu",
+                 fill: FreedPageFill = FreedPageFill(), checksum: str = "off", canary: str = "off",
+                 fault: Fault | None = None, impl: str = "auto", hash_on_free: bool = False):
+        """checksum: off | log (verify and report) | enforce (a mismatch aborts with 500);
+        canary: off | log (report reads of slots the request did not write) | raise (abort with 500)."""
+        if checksum not in ("off", "log", "enforce") or canary not in ("off", "log", "raise"):
+            raise ValueError("checksum is off|log|enforce and canary off|log|raise")
+        self.config, self.model, self.device = config, model, torch.device(device)
+        self.checksum_mode, self.canary_mode = checksum, canary
+        self.registry = Registry()
+        self.prefill_node = KVNode("prefill", config.prefill, model.dims, self.device, config.free_list, fill, hash_on_free)
+        self.decode_node = KVNode("decode", config.decode, model.dims, self.device, config.free_list, fill, hash_on_free)
+        self.prefill = PrefillWorker(self.prefill_node, model)
+        self.decode = DecodeWorker(self.decode_node, model, impl)
+        self.transfer = KVTransfer(config.transfer_batch_cap, checksum != "off", fault)
+        self.step = 0
+
+    def next_step(self) -> int:
+        self.step += 1
+        return self.step
+
+    # ------------------------------------------------------------------ one request
+    def prompt_of(self, req: ReplayRequest) -> np.ndarray:
+        if req.prompt is not None:
+            return np.asarray(req.prompt, dtype=np.int64)
+        return synthetic_tokens(req.rid, 0, req.prompt_len, self.model.vocab)
+
+    def start(self, req: ReplayRequest, policy: Policy | None = None, *, attribution: bool = False,
+              before_decode=None) -> Outcome:
+        """Run `req` up to its last output; its decode pages stay held until finish(rid).
+
+        An Outcome with http_status None means the decode node had no room yet (the caller retries after
+        a finish). `before_decode(engine, state)` runs after the transfer, before the first decode step
+        (the causal check swaps an owner's pages for sentinels there)."""
+        policy = policy or UnpatchedPolicy()
+        uid = self.registry.uid(req.rid, req.account)
+        L = req.prompt_len
+        plim = req.prefill_limits or self.config.prefill
+        out = Outcome(req.rid, policy.name, None, "waiting")
+        if L >= plim.context_len:
+            out.http_status, out.stage = 400, "tokenizer"
+            out.reason = f"The input ({L} tokens) is longer than the model's context length ({plim.context_len} tokens)."
+            return out
+        if L < 1:
+            out.http_status, out.stage, out.reason = 400, "tokenizer", "empty prompt"
+            return out
+        rejected = self.decode.validate(L)
+        if rejected:
+            out.http_status, out.stage, out.reason = rejected
+            return out
+        prompt = self.prompt_of(req)
+        intake = self.prefill.intake(prompt, policy, plim)
+        if intake.status is not None:
+            # rejected before bootstrap: the decode side is told and never pre-allocates (#30325/#38935)
+            out.http_status, out.stage, out.reason = intake.status, intake.stage, intake.reason
+            return out
+        step = self.next_step()
+        st = self.decode.preallocate(uid, req.rid, L, L + max(0, req.completion_len - 1), step)
+        if st is None:
+            return out                                    # waiting for decode memory
+        fwd = self.prefill.forward(intake, uid, step)
+        if fwd is None:
+            self.decode.release(st, step)
+            return out
+        assert fwd.tokens is not None and fwd.pages is not None and fwd.first_token is not None
+        out.prefill_tokens = int(fwd.tokens.size)
+        out.reason = fwd.reason
+        xfer = self.transfer.send(self.prefill_node, fwd.pages, self.decode_node, st.pages, int(fwd.tokens.size),
+                                  uid, fwd.tokens, fwd.first_token, self.next_step())
+        self.prefill.release(fwd, uid, self.next_step())
+        out.transferred_tokens = xfer.n_tokens
+        verdict = None
+        if self.checksum_mode != "off":
+            verdict = self.transfer.verify(self.decode_node, st.pages, xfer, L)
+            out.checksum = verdict
+        if policy.decode_checks_token_count and xfer.n_tokens != L:
+            return self._abort(out, st, 400, "decode-token-count",
+                               f"transfer carried {xfer.n_tokens} token(s) for a {L}-token prompt")
+        if verdict is not None and verdict != "ok" and self.checksum_mode == "enforce":
+            return self._abort(out, st, 500, "checksum", f"Decode transfer failed for request {req.rid}: {verdict}")
+        if before_decode is not None:
+            before_decode(self, st)
+        check_mode = "mask" if policy.kernel_checks_ownership else ({"log": "count", "raise": "raise"}.get(self.canary_mode))
+        out.decode_seq_len = L + 1
+        try:
+            tokens = self.decode.run(st, xfer.first_token, req.kernel_steps, self.next_step, check_mode=check_mode,
+                                     attribution=attribution)
+        except IsolationViolation as e:
+            out.canary, out.canary_slots = f"violation: {e}", e.slots
+            return self._abort(out, st, 500, "canary", str(e))
+        if req.kernel_steps < req.completion_len - 1:
+            # the rest of the logged response, teacher-forced from the synthetic response stream
+            tail = synthetic_tokens(req.rid, L + req.kernel_steps, req.completion_len - 1 - req.kernel_steps, self.model.vocab)
+            seq = np.concatenate([prompt[:L], np.asarray(tokens[:-1], dtype=np.int64), tail])
+            self.decode.teacher_force(st, seq, L + req.kernel_steps, self.next_step())
+        out.tokens = tokens
+        out.http_status, out.stage = 200, "served"
+        out.foreign_reads = st.foreign_reads
+        if self.canary_mode != "off" and check_mode in ("count", "raise"):
+            out.canary_slots = st.foreign_reads
+            out.canary = "clean" if st.foreign_reads == 0 else (
+                f"violation: read {st.foreign_reads} slot(s) this request did not write in its tenancy")
+        if attribution:
+            self._attribute(out, st)
+        return out
+
+    def finish(self, rid: str) -> None:
+        uid = self.registry.get(rid)
+        st = self.decode.live.get(uid) if uid is not None else None
+        if st is not None:
+            self.decode.release(st, self.next_step())
+
+    def run(self, req: ReplayRequest, policy: Policy | None = None, **kw) -> Outcome:
+        """start + finish."""
+        out = self.start(req, policy, **kw)
+        self.finish(req.rid)
+        return out
+
+    def _abort(self, out: Outcome, st: DecodeState, status: int, stage: str, reason: str) -> Outcome:
+        out.http_status, out.stage, out.reason = status, stage, reason
+        self.decode.release(st, self.next_step())
+        return out
+
+    # ------------------------------------------------------------------ attribution
+    def _attribute(self, out: Outcome, st: DecodeState) -> None:
+        """Per foreign writer of the prompt range: slots, their positions, tenancies, mean attention mass."""
+        node = self.decode_node
+        L = st.prompt_len
+        slots = node.slots(st.pages, 0, L).cpu().numpy()
+        writer, pos, _ = node.ledger.attribute(slots)
+        stamp = node.ledger.stamp[slots]
+        n_steps = max(1, len(st.steps))
+        mass: dict[int, float] = {}
+        for rec in st.steps:
+            for u, m in rec.mass.items():
+                mass[u] = mass.get(u, 0.0) + m / n_steps
+        order = np.argsort(writer, kind="stable")
+        w_sorted = writer[order]
+        bounds = np.flatnonzero(np.diff(w_sorted)) + 1
+        owners = []
+        for grp in np.split(order, bounds):
+            u = int(writer[grp[0]])
+            if u == st.uid or u < 0:
+                continue
+            owners.append(OwnerExposure(u, int(grp.size), int(pos[grp].min()), int(pos[grp].max()),
+                                        mass.get(u, 0.0), int(np.unique(stamp[grp]).size)))
+        owners.sort(key=lambda o: (-o.attention_mass, -o.tokens, o.uid))
+        out.owners = owners
+        out.steps = st.steps
+        out.uninitialised_tokens = int((writer < 0).sum())
+        out.uninitialised_mass = mass.get(-1, 0.0)
+        out.self_mass = mass.get(st.uid, 0.0)
+
+    # ------------------------------------------------------------------ counterfactuals and invariants
+    @contextmanager
+    def counterfactual(self) -> Iterator[None]:
+        """Everything inside is undone afterwards (pools, allocators, ledgers, registry, live requests)."""
+        cps = [(n, n.checkpoint()) for n in (self.prefill_node, self.decode_node)]
+        n_reg, step = len(self.registry), self.step
+        live = dict(self.decode.live)
+        live_pages = {u: (s.pages.copy(), s.seq_len) for u, s in live.items()}
+        try:
+            yield
+        finally:
+            for n, cp in reversed(cps):
+                n.undo(cp)
+            self.registry.truncate(n_reg)
+            self.step = step
+            self.decode.live = live
+            for u, (p, sl) in live_pages.items():
+                live[u].pages, live[u].seq_len, live[u].pages_t = p, sl, None
+
+    def check_integrity(self) -> None:
+        self.decode_node.check_integrity({u: s.pages for u, s in self.decode.live.items()})
+        self.prefill_node.check_integrity({})

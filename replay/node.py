@@ -1,0 +1,108 @@
+"""One role's KV node: pool (device), allocator and ledger (host) kept in step, with checkpoints.
+
+Every page allocation, free and write goes through here so the three never disagree; check_integrity()
+verifies that they do not (and the allocator's own invariants).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .allocator import AllocatorError, AllocatorState, PageAllocator
+from .config import ModelDims, NodeLimits
+from .ledger import Ledger, LedgerJournal
+from .policy import FreedPageFill
+from .pool import Journal, KVPool
+
+
+@dataclass
+class NodeCheckpoint:
+    alloc: AllocatorState
+    pool: Journal
+    ledger: LedgerJournal
+
+
+class KVNode:
+    def __init__(self, name: str, limits: NodeLimits, dims: ModelDims, device: torch.device | str = "cpu",
+                 strategy: str = "sglang-pd", fill: FreedPageFill = FreedPageFill(), hash_on_free: bool = False):
+        self.name, self.limits, self.fill, self.hash_on_free = name, limits, fill, hash_on_free
+        self.page_size = limits.page_size
+        self.alloc = PageAllocator(limits.num_pages, self.page_size, strategy)
+        self.pool = KVPool(limits.num_pages, self.page_size, dims, device)
+        self.ledger = Ledger(name, limits.num_pages, self.page_size)
+
+    # ------------------------------------------------------------------ pages
+    def allocate(self, n_pages: int, uid: int, step: int) -> np.ndarray | None:
+        pages = self.alloc.alloc(n_pages, uid)
+        if pages is None or pages.size == 0:
+            return pages
+        epochs = self.alloc.epoch[pages]
+        self.pool.sync_pages(pages, uid, epochs)
+        self.ledger.on_alloc(pages, epochs, uid, step)
+        return pages
+
+    def release(self, pages: np.ndarray, uid: int, step: int, sentinel: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
+        pages = np.asarray(pages, dtype=np.int64)
+        if pages.size == 0:
+            return
+        epochs = self.alloc.epoch[pages]
+        hashes = self.pool.page_hashes(pages) if self.hash_on_free else None
+        self.ledger.on_free(epochs, step, hashes)
+        mode = self.fill.mode
+        if mode != "none":
+            slots = self.pool.slots_of_pages(pages)
+            if mode == "zero":
+                self.pool.fill(slots, 0.0, 0.0)
+            elif mode == "nan":
+                self.pool.fill(slots, float("nan"), float("nan"))
+            else:
+                if sentinel is None:
+                    raise ValueError("sentinel fill needs the owner's sentinel rows")
+                self.pool.fill(slots, sentinel[0], sentinel[1])
+            self.ledger.on_fill(slots.cpu().numpy())
+        self.alloc.free(pages, uid)
+        self.pool.sync_pages(pages, -1, epochs)
+
+    def write(self, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor, uid: int, positions: np.ndarray,
+              tokens: np.ndarray, step: int) -> None:
+        s = slots.cpu().numpy()
+        owners = self.alloc.owner[s // self.page_size]
+        if (owners != uid).any():
+            raise AllocatorError(f"{self.name}: request {uid} writes a slot of a page it does not own")
+        self.pool.write(slots, k, v)
+        self.ledger.on_write(s, uid, positions, tokens, step, self.alloc.epoch)
+
+    def slots(self, pages: np.ndarray, start: int, n: int) -> torch.Tensor:
+        """Physical slots of logical tokens [start, start + n) of a request holding `pages`."""
+        j = torch.arange(start, start + n, dtype=torch.int64)
+        p = torch.as_tensor(pages, dtype=torch.int64)[j // self.page_size]
+        return (p * self.page_size + j % self.page_size).to(self.pool.device)
+
+    # ------------------------------------------------------------------ checkpoints
+    def checkpoint(self) -> NodeCheckpoint:
+        """Start recording so that undo() returns the node exactly to this point (counterfactual runs)."""
+        live = self.alloc.epoch[np.flatnonzero(self.alloc.owner >= 0)]
+        return NodeCheckpoint(self.alloc.state(), self.pool.open_journal(), self.ledger.open_journal(live))
+
+    def undo(self, cp: NodeCheckpoint) -> None:
+        self.pool.undo(cp.pool)
+        self.ledger.undo(cp.ledger)
+        self.alloc.restore(cp.alloc)
+        self.pool.sync_all(self.alloc.owner, self.alloc.epoch)
+
+    # ------------------------------------------------------------------ invariants
+    def check_integrity(self, live: dict[int, np.ndarray] | None = None) -> None:
+        self.alloc.check_integrity(live)
+        if not np.array_equal(self.pool.page_owner.cpu().numpy(), self.alloc.owner.astype(np.int32)):
+            raise AllocatorError(f"{self.name}: device page owners disagree with the allocator")
+        if not np.array_equal(self.pool.page_epoch.cpu().numpy(), self.alloc.epoch.astype(np.int32)):
+            raise AllocatorError(f"{self.name}: device page epochs disagree with the allocator")
+        if not np.array_equal(self.pool.slot_stamp.cpu().numpy(), self.ledger.stamp):
+            raise AllocatorError(f"{self.name}: device slot stamps disagree with the ledger")
+        written = self.ledger.writer >= 0
+        if (self.ledger.stamp[written] <= 0).any():
+            raise AllocatorError(f"{self.name}: a written slot has no epoch stamp")
+        if self.pool.k[:, : self.page_size].abs().sum() != 0 or self.pool.v[:, : self.page_size].abs().sum() != 0:
+            raise AllocatorError(f"{self.name}: the reserved page 0 was written")

@@ -1,0 +1,5 @@
+-- node_configs: every node start the audit stage parsed (pool, context, page size, evidence), in time order.
+-- Params: none
+SELECT c.node, c.role, c.ts, c.pool_tokens, c.context_len, c.page_size, c.evidence_file, c.evidence_line
+FROM node_configs AS c
+ORDER BY c.node, c.ts, c.evidence_file, c.evidence_line

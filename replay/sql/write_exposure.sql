@@ -1,0 +1,13 @@
+-- write_exposure: replay_exposure, whose data reached whom: one row per (source request, reader response).
+-- Params: none
+-- Inputs: __rows__ (the replay's exposure rows, built in Python)
+CREATE OR REPLACE TABLE replay_exposure AS
+SELECT
+    CAST(r.source_account_id AS VARCHAR) AS source_account_id,
+    CAST(r.source_request_id AS VARCHAR) AS source_request_id,
+    CAST(r.reader_request_id AS VARCHAR) AS reader_request_id,
+    CAST(r.reader_account_id AS VARCHAR) AS reader_account_id,
+    CAST(r.tokens AS BIGINT) AS tokens,
+    CAST(r.attention_mass AS DOUBLE) AS attention_mass
+FROM __rows__ AS r
+ORDER BY r.source_account_id NULLS LAST, r.source_request_id, r.reader_request_id
