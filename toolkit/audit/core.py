@@ -72,7 +72,7 @@ def resolve_files(paths: list[str | Path]) -> list[Path]:
 
 def _node_from_file(path: Path) -> tuple[str, str]:
     stem = path.name
-    for suffix in (".gz", ".zst", ".zstd", ".log", ".txt", ".out", ".err"):
+    for suffix in (".gz", ".zst", ".zstd", ".log", ".txt", ".out", ".err", ".jsonl", ".ndjson", ".json", ".csv"):
         if stem.endswith(suffix):
             stem = stem[: -len(suffix)]
     stem = re.sub(r"\.\d+$", "", stem)          # rotated: server.log.1
@@ -126,9 +126,12 @@ def plan_files(paths: list[str | Path], inventory: Inventory | None, source_tz: 
     for i, f in enumerate(resolve_files(paths), 1):
         m = inventory.match(f) if inventory else None
         node = m.node if m else None
+        # a file the inventory does not list still takes its [defaults] (one zone for every host)
+        inv_tz = node.source_tz if node else (inventory.defaults.source_tz if inventory else None)
+        inv_year = node.year if node else (inventory.defaults.year if inventory else None)
         tz, tz_text = cli_tz, source_tz
-        if tz is None and node is not None and node.source_tz:
-            tz, tz_text = parse_source_tz(node.source_tz), node.source_tz
+        if tz is None and inv_tz:
+            tz, tz_text = parse_source_tz(inv_tz), inv_tz
         skipped, cri = _sniff_skip(f)
         file_node, how = _node_from_file(f)
         try:
@@ -138,7 +141,7 @@ def plan_files(paths: list[str | Path], inventory: Inventory | None, source_tz: 
             raise InputError(f"cannot read: {e.strerror or e}", path=str(f)) from None
         plans.append(FilePlan(
             file_id=i, path=f, label=str(f), size_bytes=size, sha256=digest, tz=tz, tz_text=tz_text,
-            year=year or (node.year if node else None), node=node, match=m.how if m else None,
+            year=year or inv_year, node=node, match=m.how if m else None,
             file_node=file_node, file_node_source=how, file_role=_role_from_name(file_node) or _role_from_name(f.name),
             skipped=skipped, cri=cri))
     return plans

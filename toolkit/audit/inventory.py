@@ -18,7 +18,7 @@
     SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE = "1"
 
 A file belongs to the node whose `logs` globs match it; without a glob match, to the node named like the
-file's folder or file stem. Unknown keys are refused (with the key's name) so a typo cannot silently
+file's folder or file stem. A file no node claims still takes [defaults] source_tz and year. Unknown keys are refused (with the key's name) so a typo cannot silently
 drop a setting.
 """
 from __future__ import annotations
@@ -65,6 +65,7 @@ class Match:
 class Inventory:
     path: Path
     nodes: tuple[InventoryNode, ...]
+    defaults: InventoryNode = field(default_factory=lambda: InventoryNode(name="[defaults]"))
 
     @property
     def base_dir(self) -> Path:
@@ -150,7 +151,9 @@ def parse_inventory(data: dict[str, Any], path: Path) -> Inventory:
             raise err(label + ".name", f"node {n.name!r} is listed twice")
         seen.add(n.name)
         nodes.append(n)
-    return Inventory(path, tuple(nodes))
+    dflt = _node({"name": "[defaults]", **{k: v for k, v in defaults.items() if k != "env"}},
+                 _env(defaults.get("env", {}), "defaults.env", err), "defaults", err)
+    return Inventory(path, tuple(nodes), dflt)
 
 
 def _env(v: Any, label: str, err) -> dict[str, str]:
