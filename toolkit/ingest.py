@@ -29,7 +29,7 @@ from .case import Case
 from .errors import InputError
 from .formats import FORMATS, RECORD_COLUMN_NAMES, RECORD_COLUMNS, Format
 from .lines import DEFAULT_MAX_LINE_BYTES, compression_of, head_lines, iter_line_batches, line_reader
-from .lines import SCHEMA as LINE_SCHEMA
+from .lines import TEXT_SCHEMA as LINE_SCHEMA
 from .progress import ByteCounter, Reporter
 from .spec import MAPPABLE_FIELDS, IncidentSpec, SourceSpec
 from .timezones import SourceTz, parse_source_tz
@@ -53,6 +53,7 @@ class Source:
     year: int | None = None
     columns: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    window: tuple[Any, Any] | None = None   # the incident window (UTC), for formats that need it
 
     @property
     def is_view(self) -> bool:
@@ -67,7 +68,7 @@ class IngestOptions:
     year: int | None = None
     keep_raw: bool = False
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-    hash_inputs: bool = True
+    hash: str = "auto"          # full | footer | auto | none (see input_digest)
 
 
 # ----------------------------------------------------------------------------------------- resolving
@@ -240,6 +241,10 @@ def _settle(i: int, files: list[Path], key: tuple, fmt: Format, how: str, ss: So
     label = str(first) if key[0] == "file" else f"{key[1]} ({len(files)} Parquet file{'s' * (len(files) != 1)})"
     src = Source(i, files, label, fmt, how)
     tz_text = opts.source_tz or (ss.source_tz if ss else None)
+    if fmt.times_utc and not (ss and ss.source_tz) and tz_text:
+        src.notes.append(f"{fmt.name} times are UTC by definition; --source-tz {tz_text} not applied")
+        tz_text = None
+    src.window = (spec.window_start, spec.window_end) if spec is not None else None
     if tz_text:
         try:
             src.tz = parse_source_tz(tz_text)
@@ -283,6 +288,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     con = case.con
     reporter = reporter or Reporter(enabled=False)
     case.run("case/create_tables")
+    case.run("case/evidence_tables")
     t_all = time.perf_counter()
     sizes = {s.source_id: sum(p.stat().st_size for p in s.paths) for s in sources}
     for src in sources:
@@ -321,7 +327,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
 
 def _register_source(case: Case, src: Source, opts: IngestOptions, size: int) -> None:
     """The sources row, the source's settings row, and its manifest entry (with SHA-256)."""
-    digest = _sha256(src.paths) if opts.hash_inputs else None
+    digest = input_digest(src, opts.hash)
     case.con.execute(
         "INSERT INTO sources (source_id, label, format, chosen_by, files, size_bytes, sha256, compression, "
         "source_tz, served_model, served_model_source, node, role, year, notes) "
@@ -333,11 +339,13 @@ def _register_source(case: Case, src: Source, opts: IngestOptions, size: int) ->
          "model_src": src.served_model_source or None, "node": src.node, "role": src.role,
          "year": src.year, "notes": src.notes})
     case.con.execute(
-        "INSERT INTO source_settings VALUES ($id, $tz, $off, $model, $node, $role, $year, $keep, $maxb)",
+        "INSERT INTO source_settings (source_id, tz_iana, tz_offset_min, served_model, node, role, year, keep_raw, "
+        "max_line_bytes) VALUES ($id, $tz, $off, $model, $node, $role, $year, $keep, $maxb)",
         {"id": src.source_id, "tz": src.tz.iana if src.tz else None,
          "off": src.tz.offset_minutes if src.tz else None, "model": src.served_model,
          "node": src.node, "role": src.role, "year": src.year, "keep": opts.keep_raw,
          "maxb": opts.max_line_bytes})
+    fmts.write_extra_settings(case, src)
     case.manifest["inputs"].append({
         "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
         "files": [{"path": str(p), "size_bytes": p.stat().st_size} for p in src.paths],
@@ -357,6 +365,8 @@ def _variant(src: Source) -> str:
     """Sources of one format that need different readers go in different batches."""
     if src.format.reader == "json-records":
         return "document" if _is_json_document(src.paths[0]) else "lines"
+    if src.format.reader == "records":
+        return "records"
     if src.format.reader in ("csv-mapped", "jsonl-mapped"):
         return f"file{src.source_id}"   # each mapped file has its own columns
     return "lines"
@@ -366,6 +376,46 @@ def _build_requests(case: Case, sources: list[Source]) -> None:
     merged = len(sources) > 1 or any(s.format.name.startswith("sglang") for s in sources) or \
         any("bootstrap_room" in s.columns for s in sources)
     case.run("case/requests_merged" if merged else "case/requests_direct")
+
+
+FULL_HASH_LIMIT = 1 << 30     # "auto": Parquet datasets above 1 GiB get footer digests
+
+
+def input_digest(src: Source, mode: str) -> str | None:
+    """The manifest's fingerprint of an input.
+
+    full    SHA-256 of every byte (one file), or of the sorted per-file digests (a dataset);
+    footer  Parquet only: SHA-256 over each file's size and footer (the metadata: schema, row-group
+            offsets, sizes and statistics), written `sha256-footer:...`; it reads kilobytes where a full
+            hash of 10^8 rows reads gigabytes, and changes whenever a row group is rewritten, but it is
+            not a byte-for-byte seal: use --hash full for chain of custody;
+    auto    full, except footer for Parquet datasets above 1 GiB;
+    none    no fingerprint (recorded as null)."""
+    if mode == "none":
+        return None
+    size = sum(p.stat().st_size for p in src.paths)
+    if mode == "footer" or (mode == "auto" and src.is_view and size > FULL_HASH_LIMIT):
+        if not src.is_view:
+            return _sha256(src.paths)
+        return "sha256-footer:" + _digest_of(sorted(_footer_sha256(p) for p in src.paths))
+    return _sha256(src.paths)
+
+
+def _footer_sha256(p: Path) -> str:
+    import struct
+
+    with open(p, "rb") as f:
+        f.seek(0, 2)
+        size = f.tell()
+        f.seek(size - 8)
+        n = struct.unpack("<I", f.read(4))[0]
+        f.seek(max(0, size - 8 - n))
+        footer = f.read(n + 8)
+    return hashlib.sha256(str(size).encode() + b"\0" + footer).hexdigest()
+
+
+def _digest_of(digests: list[str]) -> str:
+    return digests[0] if len(digests) == 1 else hashlib.sha256("\n".join(digests).encode()).hexdigest()
 
 
 def _sha256(paths: list[Path]) -> str:
@@ -379,7 +429,7 @@ def _sha256(paths: list[Path]) -> str:
         digests.append(h.hexdigest())
     if len(digests) == 1:
         return digests[0]
-    return "sha256-of-files:" + hashlib.sha256("\n".join(digests).encode()).hexdigest()
+    return "sha256-of-files:" + _digest_of(digests)
 
 
 _BATCH_SCHEMA = pa.schema([("source_id", pa.int32())] + list(LINE_SCHEMA))
@@ -394,7 +444,7 @@ def _lines_of(group: list[Source], opts: IngestOptions, on_bytes=None) -> pa.Rec
     """The numbered lines of every file in the group, one stream, each row tagged with its source_id."""
     def batches():
         for src in group:
-            for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes):
+            for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
                 yield _tag(b, src.source_id)
     return pa.RecordBatchReader.from_batches(_BATCH_SCHEMA, batches())
 
@@ -408,12 +458,18 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
         con.register(name, _lines_of(group, opts, on_bytes))
     elif reader == "json-records":
         con.register(name, _json_documents(case, group))
+    elif reader == "records":
+        con.register(name, fmts.records_input(case, group, opts, on_bytes))
     elif reader == "jsonl-mapped":
         con.register(name, _register_jsonl_mapped(case, group[0], opts))
     elif reader == "csv-mapped":
         con.register(name, _register_csv_mapped(case, group[0]))
     else:
         raise InputError(f"format {fmt.name} has no reader {reader!r}")
+    if fmt.side_query:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name}_kept AS SELECT * FROM {name}")
+        con.unregister(name)
+        name = f"{name}_kept"
     sql = case.compile(fmt.adapter, {"input": name, "settings": "source_settings"})
     stage = f"batch{group[0].source_id}_stage"
     try:
@@ -428,6 +484,9 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
             pass
     case.run("case/stage_to_tables", inputs={"stage": stage})
     con.execute(f"DROP TABLE {stage}")
+    if fmt.side_query:
+        case.run(fmt.side_query, inputs={"input": name, "settings": "source_settings"})
+        con.execute(f"DROP TABLE {name}")
 
 
 def _is_json_document(path: Path) -> bool:
@@ -444,7 +503,7 @@ def _is_json_document(path: Path) -> bool:
 
 _PAGE_SQL = ("WITH d AS (SELECT filename, result FROM read_json($p, columns = {'result': 'JSON[]'}, format = 'auto', "
              "maximum_object_size = 2147483647, filename = true)) "
-             "SELECT d.filename, u.i::BIGINT AS line_no, encode(u.rec::VARCHAR) AS line, "
+             "SELECT d.filename, u.i::BIGINT AS line_no, u.rec::VARCHAR AS line, "
              "strlen(u.rec::VARCHAR)::BIGINT AS line_bytes, false AS repaired "
              "FROM d, unnest(d.result) WITH ORDINALITY AS u(rec, i) "
              "UNION ALL SELECT d.filename, -1, NULL, NULL, NULL FROM d WHERE d.result IS NULL")
@@ -480,7 +539,7 @@ def _one_document(case: Case, src: Source) -> pa.Table:
 
         with open_maybe_compressed(src.paths[0]) as f:
             doc = f.read().decode("utf-8", "replace")
-        tbl = case.con.sql("SELECT 1::BIGINT AS line_no, encode($d) AS line, strlen($d)::BIGINT AS line_bytes, "
+        tbl = case.con.sql("SELECT 1::BIGINT AS line_no, $d AS line, strlen($d)::BIGINT AS line_bytes, "
                            "false AS repaired", params={"d": doc}).to_arrow_table()
     return tbl.add_column(0, "source_id", pa.array(np.full(tbl.num_rows, src.source_id, np.int32))) \
         .cast(_BATCH_SCHEMA)

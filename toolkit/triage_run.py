@@ -67,14 +67,16 @@ class TriageResult:
 def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None = None, *, out: str | Path,
            format: str = "auto", source_tz: str | None = None, served_model: str | None = None,
            year: int | None = None, max_bad_lines: int | None = None, keep_raw: bool = False,
-           hash_inputs: bool = True, progress: bool = False, memory_limit: str | None = None,
+           hash: str = "auto", progress: bool = False, memory_limit: str | None = None,
            threads: int | None = None, startup: list[str | Path] | None = None,
            inventory: str | Path | None = None) -> TriageResult:
     """Run a triage into the case folder `out` and return its result (see module docstring)."""
     t0 = time.perf_counter()
+    if hash not in ("auto", "full", "footer", "none"):
+        raise InputError(f"--hash must be auto, full, footer or none, not {hash!r}")
     spec = incident if isinstance(incident, IncidentSpec) else load_spec(incident)
     opts = IngestOptions(format=format, source_tz=source_tz, served_model=served_model, year=year,
-                         keep_raw=keep_raw, hash_inputs=hash_inputs)
+                         keep_raw=keep_raw, hash=hash)
     sources = plan_sources(list(paths or []), spec, opts)
     case = Case.create(out, memory_limit=memory_limit, threads=threads)
     reporter = Reporter(enabled=progress)
