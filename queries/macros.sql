@@ -10,7 +10,18 @@
 --     seconds, milliseconds, microseconds or nanoseconds since 1970 that land in 1990-2100;
 --     anything else is implausible and refused;
 --   * every result outside [1990-01-01, 2100-01-01) is refused.
+--   * a year-less stamp ('MM-DD HH:MM:SS', vLLM) takes the year given (--year), else the year that
+--     puts it inside or nearest to the incident window; no valid date, no window, or two years that
+--     fit equally well (a window longer than a year) is refused;
+--   * a time only known to an hour (the SGLang metrics export's file name) is converted like any
+--     naive local time; its record carries ts_granularity_s = 3600 (triage: "possibly affected"
+--     unless the whole hour lies inside the window).
 -- Each *_utc macro returns NULL when it refuses; the matching *_problem macro says why.
+--
+-- Speed: an ICU time-zone conversion per row costs ~5 calls. Each source's settings hold the offset in
+-- force for every local hour around the incident window (kvir_hour_offsets, computed once per source);
+-- kvir_local_to_utc_h looks the hour up and falls back to the exact per-row path only for hours near a
+-- DST transition or outside the table. Both paths give the same answer.
 
 -- offset of zone tz at instant u, as an INTERVAL (local minus UTC)
 CREATE OR REPLACE MACRO kvir_tz_offset(u, tz) AS timezone(tz, u) - timezone('UTC', u);
@@ -75,11 +86,81 @@ CREATE OR REPLACE MACRO kvir_ts_kind(s) AS CASE
 CREATE OR REPLACE MACRO kvir_in_range(u) AS
     u >= TIMESTAMPTZ '1990-01-01 00:00:00+00' AND u < TIMESTAMPTZ '2100-01-01 00:00:00+00';
 
+-- Minutes east of UTC in force at every instant of local hour h, or NULL when a DST transition lies
+-- within 7 hours of it (then each time in that hour takes the exact path).
+CREATE OR REPLACE MACRO kvir_hour_offset_min(h, tz) AS CASE
+    WHEN kvir_tz_offset(timezone(tz, h) - INTERVAL 7 HOUR, tz) = kvir_tz_offset(timezone(tz, h) + INTERVAL 7 HOUR, tz)
+        THEN CAST(epoch(kvir_tz_offset(timezone(tz, h), tz)) // 60 AS INTEGER)
+    ELSE NULL END;
+
+-- The offsets of local hours h0, h0+1h, ..., h0+(n-1)h (a source's settings keep this list).
+CREATE OR REPLACE MACRO kvir_hour_offsets(tz, h0, n) AS CASE
+    WHEN tz IS NULL OR h0 IS NULL OR n IS NULL OR n <= 0 THEN NULL
+    ELSE list_transform(range(n), lambda i: kvir_hour_offset_min(h0 + to_hours(i), tz)) END;
+
+-- kvir_local_to_utc using the hour table (h0, offs) where it covers t; same answers, far fewer ICU calls.
+CREATE OR REPLACE MACRO kvir_local_to_utc_h(t, tz, off_min, h0, offs) AS CASE
+    WHEN t IS NULL THEN NULL
+    WHEN off_min IS NOT NULL THEN timezone('UTC', t - to_minutes(CAST(off_min AS BIGINT)))
+    WHEN tz IS NULL THEN NULL
+    WHEN t >= h0 AND t < h0 + to_hours(len(offs)) AND offs[1 + date_diff('hour', h0, t)] IS NOT NULL
+        THEN timezone('UTC', t - to_minutes(CAST(offs[1 + date_diff('hour', h0, t)] AS BIGINT)))
+    ELSE kvir_local_to_utc(t, tz, off_min) END;
+
+-- A naive ISO-8601 date-time ('T' or space, minutes, optional seconds and fraction), as written, or NULL.
+CREATE OR REPLACE MACRO kvir_naive_ts(s) AS try_strptime(s, [
+    '%Y-%m-%dT%H:%M:%S.%f', '%Y-%m-%d %H:%M:%S.%f', '%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S',
+    '%Y-%m-%dT%H:%M', '%Y-%m-%d %H:%M']);
+
+-- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused (with the source's hour table).
+CREATE OR REPLACE MACRO kvir_parse_ts_h(s, tz, off_min, h0, offs) AS CASE
+    WHEN s IS NULL THEN NULL
+    WHEN kvir_naive_ts(s) IS NOT NULL THEN kvir_local_to_utc_h(kvir_naive_ts(s), tz, off_min, h0, offs)
+    ELSE CASE kvir_ts_kind(s)
+        WHEN 'offset' THEN TRY_CAST(regexp_replace(trim(s), '\s*(UTC|GMT)$', '+00:00') AS TIMESTAMPTZ)
+        WHEN 'naive' THEN kvir_local_to_utc(TRY_CAST(trim(s) AS TIMESTAMP), tz, off_min)
+        WHEN 'epoch' THEN kvir_epoch_to_utc(trim(s))
+        ELSE NULL END
+    END;
+
 -- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused.
-CREATE OR REPLACE MACRO kvir_parse_ts(s, tz, off_min) AS CASE kvir_ts_kind(s)
-    WHEN 'offset' THEN TRY_CAST(regexp_replace(trim(s), '\s*(UTC|GMT)$', '+00:00') AS TIMESTAMPTZ)
-    WHEN 'naive' THEN kvir_local_to_utc(TRY_CAST(trim(s) AS TIMESTAMP), tz, off_min)
-    WHEN 'epoch' THEN kvir_epoch_to_utc(trim(s))
+CREATE OR REPLACE MACRO kvir_parse_ts(s, tz, off_min) AS kvir_parse_ts_h(s, tz, off_min, NULL::TIMESTAMP, NULL::INTEGER[]);
+
+-- Year-less local stamps ('MM-DD HH:MM:SS', vLLM's default date format).
+-- The candidate dates: the stamp in each year from the window's first year - 1 to its last year + 1.
+CREATE OR REPLACE MACRO kvir_yearless_candidates(md, ws, we) AS list_filter(
+    list_transform(range(year(ws) - 1, year(we) + 2),
+                   lambda y: try_strptime(CAST(y AS VARCHAR) || '-' || trim(md), '%Y-%m-%d %H:%M:%S')),
+    lambda t: t IS NOT NULL);
+
+-- Each candidate with its distance from the window (0 inside), nearest first.
+CREATE OR REPLACE MACRO kvir_yearless_ranked(md, ws, we) AS list_sort(list_transform(
+    kvir_yearless_candidates(md, ws, we),
+    lambda t: {'d': CASE WHEN t < timezone('UTC', ws) THEN timezone('UTC', ws) - t
+                         WHEN t > timezone('UTC', we) THEN t - timezone('UTC', we)
+                         ELSE INTERVAL 0 SECOND END, 't': t}));
+
+-- The naive local TIMESTAMP of a year-less stamp: in `year` when given, else in the year nearest the
+-- window (ws, we: TIMESTAMPTZ). NULL when refused (see kvir_yearless_problem).
+CREATE OR REPLACE MACRO kvir_yearless_ts(md, year, ws, we) AS CASE
+    WHEN md IS NULL THEN NULL
+    WHEN year IS NOT NULL THEN try_strptime(CAST(year AS VARCHAR) || '-' || trim(md), '%Y-%m-%d %H:%M:%S')
+    WHEN ws IS NULL OR we IS NULL THEN NULL
+    WHEN len(kvir_yearless_ranked(md, ws, we)) = 0 THEN NULL
+    WHEN len(kvir_yearless_ranked(md, ws, we)) > 1
+         AND kvir_yearless_ranked(md, ws, we)[1].d = kvir_yearless_ranked(md, ws, we)[2].d THEN NULL
+    ELSE kvir_yearless_ranked(md, ws, we)[1].t END;
+
+CREATE OR REPLACE MACRO kvir_yearless_problem(md, year, ws, we) AS CASE
+    WHEN md IS NULL THEN 'missing timestamp'
+    WHEN NOT regexp_full_match(trim(md), '[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}')
+        THEN 'unparseable year-less timestamp: ' || left(md, 40)
+    WHEN year IS NOT NULL THEN 'year-less timestamp is not a valid date in ' || year || ': ' || left(md, 40)
+    WHEN ws IS NULL OR we IS NULL THEN 'year-less timestamp and no year (--year) or incident window'
+    WHEN len(kvir_yearless_ranked(md, ws, we)) = 0 THEN 'year-less timestamp is not a valid date near the window: ' || left(md, 40)
+    WHEN len(kvir_yearless_ranked(md, ws, we)) > 1
+         AND kvir_yearless_ranked(md, ws, we)[1].d = kvir_yearless_ranked(md, ws, we)[2].d
+        THEN 'ambiguous year for a year-less timestamp (pass --year): ' || left(md, 40)
     ELSE NULL END;
 
 -- Why kvir_parse_ts refused s (call only where it returned NULL or out of range).

@@ -1,13 +1,13 @@
 -- cloudflare_gateway: Cloudflare AI Gateway log objects (REST API pages or NDJSON) as request records.
 -- Params: none
--- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (numbered records as text: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
 --
 -- Fields (developers.cloudflare.com, AI Gateway logs API): id, created_at (RFC 3339, UTC), model,
 -- provider, status_code, success, tokens_in, tokens_out, duration (ms), cached, metadata (a JSON
 -- *string* from the cf-aig-metadata header; customer ids live there). A REST page keeps its records in
 -- "result": the reader numbers them 1..n in page order (source_line is then the record's index).
 WITH lines AS (
-    SELECT i.source_id, i.line_no, i.line_bytes, rtrim(decode(i.line), chr(13) || chr(10)) AS text
+    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text
     FROM __input__ AS i
 ),
 parsed AS (

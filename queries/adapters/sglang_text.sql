@@ -1,6 +1,6 @@
 -- sglang_text: SGLang request-log lines in text (Finish: obj=... out={'meta_info': ...}) as request records.
 -- Params: none
--- Inputs: __input__ (numbered lines: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (numbered text lines: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
 --
 -- Lines look like `[2026-08-31 03:03:03] Finish: obj=GenerateReqInput(..., bootstrap_room=N, ...),
 -- out={'meta_info': {'id': '<rid>', 'finish_reason': {'type': 'length', 'length': 812}, 'prompt_tokens':
@@ -10,7 +10,7 @@
 -- log levels 2/3 comes earlier in the line and cannot spoof them). Receive lines are counted, not requests;
 -- every other server line is counted as an "other log line".
 WITH lines AS (
-    SELECT i.source_id, i.line_no, i.line_bytes, rtrim(decode(i.line), chr(13) || chr(10)) AS text
+    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text
     FROM __input__ AS i
 ),
 base AS (
@@ -35,7 +35,7 @@ fields AS (
         TRY_CAST(nullif(regexp_extract(f.meta, '''e2e_latency'': ([0-9.eE+-]+)', 1), '') AS DOUBLE) AS latency_s,
         nullif(regexp_extract(f.meta, '''finish_reason'': \{''type'': ''(\w+)''', 1), '') AS ftype,
         TRY_CAST(nullif(regexp_extract(f.meta, '''finish_reason'': \{[^}]*''status_code'': (\d+)', 1), '') AS INTEGER) AS fstatus,
-        CASE WHEN f.event = 'finish' THEN kvir_parse_ts(nullif(f.stamp, ''), s.tz_iana, s.tz_offset_min) END AS ts_fin
+        CASE WHEN f.event = 'finish' THEN kvir_parse_ts_h(nullif(f.stamp, ''), s.tz_iana, s.tz_offset_min, s.tz_hour0, s.tz_hour_offsets) END AS ts_fin
     FROM finish AS f JOIN __settings__ AS s ON s.source_id = f.source_id
 ),
 judged AS (

@@ -1,15 +1,23 @@
 """The request-log formats kvir reads: one entry here plus one SQL adapter in queries/adapters/.
 
 Adding a format = writing queries/adapters/<name>.sql (a SELECT from __input__ and __settings__
-producing the columns of RECORD_COLUMNS) and registering a Format with a sniffing rule below.
+producing the columns of RECORD_COLUMNS), a sniffing rule in sniff.py, and registering a Format below.
+Readers: `lines` (numbered text lines, toolkit/lines.py), `records` (NDJSON, JSON documents or CSV as
+one JSON object per row, readers.py), `json-records` (Cloudflare REST pages), the `*-mapped` generic ones.
+Roles in records: prefill | decode | mixed (engine logs) and gateway (anything client-facing: router,
+proxy, gateway, observability export, saved response bodies: what the client got).
 """
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable
+
+from . import sniff as sn
+from .readers import records_input
+from .settings import write_extra_settings
+from .sniff import Sniffer
+
+__all__ = ["FORMATS", "Format", "RECORD_COLUMNS", "RECORD_COLUMN_NAMES", "get", "register", "records_input",
+           "write_extra_settings"]
 
 # What every adapter produces, one row per input line or record (tests check each adapter).
 RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -30,7 +38,7 @@ RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
     ("http_status", "INTEGER"),
     ("outcome", "VARCHAR"),        # served | rejected | failed | aborted | NULL (unknown)
     ("finish_reason", "VARCHAR"),
-    ("role", "VARCHAR"),           # prefill | decode | mixed | gateway | NULL
+    ("role", "VARCHAR"),           # prefill | decode | mixed | gateway (client-facing) | NULL
     ("node", "VARCHAR"),           # the node whose log this is
     ("prefill_node", "VARCHAR"),
     ("decode_node", "VARCHAR"),
@@ -39,72 +47,24 @@ RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 RECORD_COLUMN_NAMES = tuple(c for c, _ in RECORD_COLUMNS)
 
-Sniffer = Callable[[Path, list[str]], int]
-
 
 @dataclass(frozen=True)
 class Format:
     name: str
     title: str
     adapter: str                  # query name under queries/
-    reader: str                   # lines | json-records | csv-mapped | jsonl-mapped | parquet-mapped
+    reader: str                   # lines | records | json-records | csv-mapped | jsonl-mapped | parquet-mapped
     times: str                    # how its times are written (shown by `kvir formats`)
-    needs: tuple[str, ...] = ()   # options that must be given: source_tz, columns, year
+    needs: tuple[str, ...] = ()   # options that must be given: source_tz, columns
     evidence: str = "counts"      # counts: has prompt tokens; candidates: cannot say how long a prompt was
     names_customers: bool = False
     names_model: bool = True      # False: engine logs, model comes from server_args / --served-model / spec
     sniff: Sniffer | None = None
     notes: str = ""
     aliases: tuple[str, ...] = field(default_factory=tuple)
-
-
-def _first_json(lines: list[str]) -> dict | None:
-    for line in lines:
-        s = line.strip()
-        if not s:
-            continue
-        try:
-            v = json.loads(s)
-        except ValueError:
-            return None
-        return v if isinstance(v, dict) else None
-    return None
-
-
-def _sniff_sglang_json(path: Path, head: list[str]) -> int:
-    v = _first_json(head)
-    if v and str(v.get("event", "")).startswith("request.") and ("rid" in v or "obj" in v):
-        return 95
-    return 0
-
-
-_SGLANG_TEXT = re.compile(r"(Finish|Receive): obj=|server_args=ServerArgs\(")
-
-
-def _sniff_sglang_text(path: Path, head: list[str]) -> int:
-    hits = sum(1 for line in head if _SGLANG_TEXT.search(line))
-    return 90 if hits else 0
-
-
-def _sniff_cf_gateway(path: Path, head: list[str]) -> int:
-    text = "\n".join(head[:5]).lstrip()
-    if text.startswith("{") and '"result"' in text[:2000] and ('"tokens_in"' in text or '"created_at"' in text):
-        return 90
-    v = _first_json(head)
-    if v and "tokens_in" in v and "created_at" in v:
-        return 85
-    return 0
-
-
-def _sniff_generic(suffixes: tuple[str, ...]) -> Sniffer:
-    # Generic formats are chosen only when a column mapping is given; sniffing ranks them last.
-    def sniff(path: Path, head: list[str]) -> int:
-        name = path.name.lower()
-        for s in (".gz", ".zst", ".zstd"):
-            if name.endswith(s):
-                name = name[: -len(s)]
-        return 5 if name.endswith(suffixes) else 0
-    return sniff
+    times_utc: bool = False       # naive times are UTC by definition: --source-tz does not apply
+    side_query: str | None = None  # query run over the same rows into a side table (Prometheus samples)
+    options: str = ""             # optional options shown by `kvir formats` (e.g. --year)
 
 
 FORMATS: dict[str, Format] = {}
@@ -119,31 +79,112 @@ register(Format(
     name="sglang-json", title="SGLang request log, JSON (--log-requests-format json)",
     adapter="adapters/sglang_json", reader="lines",
     times="naive host-local ISO-8601 (datetime.now().isoformat())", needs=("source_tz",),
-    names_model=False, sniff=_sniff_sglang_json,
-    notes="request.finished lines are requests (start = timestamp - e2e_latency); request.received lines are not."))
+    names_model=False, sniff=sn.sglang_json,
+    notes="request.finished lines are requests (start = timestamp - e2e_latency); request.received lines are not. "
+          "PD: prefill and decode copies share obj.bootstrap_room (one request, decode wins); "
+          "abort finish reasons carry their status_code."))
 register(Format(
     name="sglang-text", title="SGLang request log, text (Finish: obj=... out={'meta_info': ...})",
     adapter="adapters/sglang_text", reader="lines",
     times="naive host-local '[YYYY-MM-DD HH:MM:SS <rank tags>]' prefix", needs=("source_tz",),
-    names_model=False, sniff=_sniff_sglang_text,
+    names_model=False, sniff=sn.sglang_text,
     notes="Finish lines are requests; Receive lines and other server lines are counted, not requests."))
+register(Format(
+    name="sglang-metrics", title="SGLang request-metrics export (sglang-request-metrics-YYYYMMDD_HH.log)",
+    adapter="adapters/sglang_metrics", reader="lines",
+    times="no time in the record: the host-local hour of the file name (known to the hour)", needs=("source_tz",),
+    names_model=False, sniff=sn.sglang_metrics,
+    notes="--export-metrics-to-file: one JSON object per finished request; request_parameters is JSON inside a "
+          "string (rid, bootstrap_room). A request is affected only if its whole hour lies in the window, "
+          "otherwise possibly affected."))
+register(Format(
+    name="sglang-router", title="SGLang router / model gateway access log (text or JSON, PD mode)",
+    adapter="adapters/sglang_router", reader="lines",
+    times="UTC without a zone marker (tracing ChronoUtc '%Y-%m-%d %H:%M:%S')", times_utc=True,
+    evidence="candidates", names_model=False, sniff=sn.sglang_router,
+    notes="finished-request lines: request_id, status_code, latency; no model, no tokens: candidates joined "
+          "to engine logs by time."))
+register(Format(
+    name="vllm", title="vLLM API-server log (Received request / Generated response lines, uvicorn access lines)",
+    adapter="adapters/vllm", reader="lines",
+    times="naive host-local 'MM-DD HH:MM:SS' without a year", needs=("source_tz",), options="--year (default: the "
+          "year that puts the stamp in or nearest the incident window)",
+    evidence="candidates", names_model=False, sniff=sn.vllm,
+    notes="no prompt length at INFO (DEBUG previews are truncated by --max-log-len): candidates only; access lines "
+          "carry no time or request id and are counted by status."))
 register(Format(
     name="cloudflare-gateway", title="Cloudflare AI Gateway logs (REST API JSON pages or NDJSON of log objects)",
     adapter="adapters/cloudflare_gateway", reader="json-records",
-    times="RFC 3339 UTC (created_at)", names_customers=True, sniff=_sniff_cf_gateway,
+    times="RFC 3339 UTC (created_at)", names_customers=True, sniff=sn.cloudflare_gateway,
     notes="customer identity from metadata (a JSON string): customer_id, account_id, user_id or user."))
+register(Format(
+    name="cloudflare-logpush", title="Cloudflare Logpush ai_gateway_events (NDJSON, often gzip)",
+    adapter="adapters/cloudflare_logpush", reader="records",
+    times="Timestamp: Unix nanoseconds (default), Unix seconds or RFC 3339 (per job)",
+    evidence="candidates", names_customers=True, sniff=sn.cloudflare_logpush,
+    notes="no token counts and no request id documented: candidates joined to engine logs by time; customer "
+          "identity from Metadata."))
+register(Format(
+    name="litellm", title="LiteLLM SpendLogs export (CSV, JSON array or NDJSON; /spend/logs)",
+    adapter="adapters/litellm", reader="records",
+    times="startTime / endTime: naive UTC (timestamp without time zone)", times_utc=True, names_customers=True,
+    sniff=sn.litellm,
+    notes="account = end_user, else user, else team_id; status success|failure (error code from "
+          "metadata.error_information)."))
+register(Format(
+    name="openai-response", title="OpenAI-compatible response bodies saved as JSON Lines",
+    adapter="adapters/openai_response", reader="records",
+    times="created: Unix seconds", sniff=sn.openai_response,
+    notes="usage.prompt_tokens (cached included), usage.prompt_tokens_details.cached_tokens; the response id is "
+          "the engine's request id (SGLang rid, vLLM request id), so bodies merge with engine logs by id."))
+register(Format(
+    name="langfuse", title="Langfuse observation export (blob storage JSON/JSONL/CSV, or API v1/v2)",
+    adapter="adapters/langfuse", reader="records",
+    times="start_time: 'YYYY-MM-DD HH:MM:SS.ffffff' UTC (or ISO with Z from the API)", times_utc=True,
+    names_customers=True, sniff=sn.langfuse,
+    notes="GENERATION observations are requests; prompt = usage_details.input + cached input keys; account = user_id."))
+register(Format(
+    name="helicone", title="Helicone request export (@helicone/export JSON/JSONL/CSV)",
+    adapter="adapters/helicone", reader="records",
+    times="request_created_at: ISO-8601 (naive = UTC)", times_utc=True, names_customers=True, sniff=sn.helicone,
+    notes="request id = response_id (the engine's id) when present; account = request_user_id (Helicone-User-Id)."))
+register(Format(
+    name="otel-genai", title="OpenTelemetry GenAI spans, OTLP JSON (file exporter)",
+    adapter="adapters/otel_genai", reader="records",
+    times="startTimeUnixNano: Unix nanoseconds as decimal strings", names_customers=True, sniff=sn.otel,
+    notes="one record per span with gen_ai.* attributes; gen_ai.usage.input_tokens, gen_ai.response.id, user.id; "
+          "intValue as strings."))
+register(Format(
+    name="envoy", title="Envoy / Envoy AI Gateway JSON access log",
+    adapter="adapters/envoy", reader="records",
+    times="start_time: RFC 3339 (UTC by default) or epoch", evidence="candidates", names_model=False,
+    names_customers=True, sniff=sn.envoy,
+    notes="AI Gateway keys gen_ai.usage.input_tokens / llm_input_token give counts; otherwise candidates. "
+          "response_flags DC = client disconnect (aborted)."))
+register(Format(
+    name="nginx", title="nginx JSON access log (log_format escape=json)",
+    adapter="adapters/nginx", reader="records",
+    times="$msec (epoch seconds.ms) or $time_iso8601 / $time_local (local time with offset); logged at the end",
+    evidence="candidates", names_model=False, names_customers=True, sniff=sn.nginx,
+    notes="status 499 = client closed (aborted); upstream_status kept in finish_reason; start = time - request_time."))
+register(Format(
+    name="prometheus", title="Prometheus text scrape of engine metrics (prompt-token histograms)",
+    adapter="adapters/prometheus", reader="lines", side_query="adapters/prometheus_samples",
+    times="sample timestamps in Unix milliseconds (optional)", evidence="aggregate", names_model=False,
+    sniff=sn.prometheus,
+    notes="cannot name requests: triage reports the bounds the histograms imply (an aggregate finding)."))
 register(Format(
     name="generic-csv", title="Any CSV with a header, columns mapped in incident.toml [sources.columns]",
     adapter="adapters/generic", reader="csv-mapped", times="any: offsets, naive (needs --source-tz) or epoch",
-    needs=("columns",), sniff=_sniff_generic((".csv", ".tsv"))))
+    needs=("columns",), sniff=sn.by_suffix((".csv", ".tsv"))))
 register(Format(
     name="generic-jsonl", title="Any JSON Lines file, fields mapped in incident.toml [sources.columns]",
     adapter="adapters/generic", reader="jsonl-mapped", times="any: offsets, naive (needs --source-tz) or epoch",
-    needs=("columns",), sniff=_sniff_generic((".jsonl", ".ndjson", ".json"))))
+    needs=("columns",), sniff=sn.by_suffix((".jsonl", ".ndjson", ".json"))))
 register(Format(
     name="generic-parquet", title="Parquet files or hive-partitioned folders, columns mapped in [sources.columns]",
     adapter="adapters/generic", reader="parquet-mapped", times="TIMESTAMP WITH TIME ZONE, or as generic-csv",
-    needs=("columns",), sniff=_sniff_generic((".parquet", ".pq")),
+    needs=("columns",), sniff=sn.by_suffix((".parquet", ".pq")),
     notes="queried in place through a view: rows are never copied into the case."))
 
 

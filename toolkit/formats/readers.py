@@ -1,0 +1,143 @@
+"""The `records` reader: one numbered record per row, whatever shape the export has.
+
+Customer-side exports come as NDJSON, as one JSON document (an array, or an object holding the array
+under `result`, `data`, ...), or as CSV with a header. The adapter of such a format always sees the
+same input: `source_id, line_no, line (VARCHAR: one JSON object), line_bytes, repaired, problem`.
+
+    NDJSON     line_no = the line number; every line comes out (blank and malformed ones too)
+    document   line_no = the record's 1-based position in the file (arrays are streamed by DuckDB)
+    CSV        each row as a JSON object of its (text) cells; line_no = the physical line for rows
+               DuckDB rejects (problem says why) and the remaining line numbers, in order, for the
+               others (line 1 is the header); a quoted cell spanning lines shifts the numbering
+A file that cannot be read as its shape at all becomes one record with a problem: nothing is dropped.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..lines import TEXT_SCHEMA, head_lines, iter_line_batches, open_maybe_compressed
+from .sniff import csv_header
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..case import Case
+    from ..ingest import IngestOptions, Source
+
+RECORD_SCHEMA = pa.schema([("source_id", pa.int32())] + list(TEXT_SCHEMA) + [("problem", pa.string())])
+RECORD_KEYS = ("result", "data", "logs", "items", "rows", "records", "observations", "requests")
+
+
+def shape_of(path: Path) -> str:
+    """ndjson | array | document | csv, from the first lines."""
+    head = head_lines(path, max_lines=40, max_bytes=1 << 16)
+    first = next((x.strip() for x in head if x.strip()), "")
+    if first.startswith("["):
+        return "array"
+    if first.startswith("{"):
+        try:
+            v = json.loads(first)
+        except ValueError:
+            return "document" if first in ("{",) or first.endswith((",", "[", "{")) else "ndjson"
+        if isinstance(v, dict) and any(isinstance(v.get(k), list) for k in RECORD_KEYS):
+            return "document"
+        return "ndjson"
+    if csv_header(head) is not None:
+        return "csv"
+    return "ndjson"
+
+
+def records_input(case: "Case", group: list["Source"], opts: "IngestOptions",
+                  on_bytes: Callable[[int], None] | None = None) -> pa.RecordBatchReader:
+    """The records of every file in the group as one stream, each row tagged with its source_id."""
+    def batches() -> Iterator[pa.RecordBatch]:
+        for src in group:
+            shape = shape_of(src.paths[0])
+            if shape == "ndjson":
+                for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
+                    yield _tagged(b, src.source_id)
+                continue
+            if shape == "csv":
+                tbl = _csv_records(case, src)
+            else:
+                tbl = _document_records(case, src, shape)
+            if on_bytes is not None:
+                on_bytes(sum(p.stat().st_size for p in src.paths))
+            yield from tbl.cast(RECORD_SCHEMA).to_batches()
+    return pa.RecordBatchReader.from_batches(RECORD_SCHEMA, batches())
+
+
+def _tagged(batch: pa.RecordBatch, source_id: int) -> pa.RecordBatch:
+    n = batch.num_rows
+    return pa.RecordBatch.from_arrays(
+        [pa.array(np.full(n, source_id, np.int32))] + batch.columns + [pa.nulls(n, pa.string())],
+        schema=RECORD_SCHEMA)
+
+
+_CASES = " ".join(
+    f"WHEN json_type(j -> '$.{k}') = 'ARRAY' THEN json_extract(j, '$.{k}[*]')" for k in RECORD_KEYS)
+_DOC_SQL = f"""
+    WITH d AS (SELECT row_number() OVER () AS doc_no, json AS j
+               FROM read_json_objects($p, format = $fmt, maximum_object_size = 2147483647)),
+    e AS (SELECT doc_no, CASE WHEN json_type(j) = 'ARRAY' THEN json_extract(j, '$[*]') {_CASES} ELSE [j] END AS recs
+          FROM d)
+    SELECT $sid::INTEGER AS source_id, row_number() OVER (ORDER BY e.doc_no, u.i)::BIGINT AS line_no,
+           u.rec::VARCHAR AS line, strlen(u.rec::VARCHAR)::BIGINT AS line_bytes, false AS repaired,
+           NULL::VARCHAR AS problem
+    FROM e, unnest(e.recs) WITH ORDINALITY AS u(rec, i)
+    ORDER BY line_no"""
+
+
+def _document_records(case: "Case", src: "Source", shape: str) -> pa.Table:
+    """Records of a JSON document: array elements (streamed), or the array under a known key, or the
+    object itself. A document DuckDB cannot parse is one record whose problem says so."""
+    fmt = "array" if shape == "array" else "unstructured"
+    try:
+        return case.con.sql(_DOC_SQL, params={"p": str(src.paths[0]), "fmt": fmt, "sid": src.source_id}).to_arrow_table()
+    except Exception as e:  # noqa: BLE001 - any reader failure becomes a counted, quarantined record
+        with open_maybe_compressed(src.paths[0]) as f:
+            size = len(f.read())
+        reason = f"malformed JSON document: {str(e).splitlines()[0][:160]}"
+        return pa.table({"source_id": pa.array([src.source_id], pa.int32()), "line_no": pa.array([1], pa.int64()),
+                         "line": pa.array([""], pa.string()), "line_bytes": pa.array([size], pa.int64()),
+                         "repaired": pa.array([False]), "problem": pa.array([reason])})
+
+
+def _csv_records(case: "Case", src: "Source") -> pa.Table:
+    """CSV rows as JSON objects (all cells as text). See the module docstring for line numbers."""
+    con = case.con
+    rt, rs = f"src{int(src.source_id)}_csv_rejects", f"src{int(src.source_id)}_csv_scan"
+    read = ("read_csv($p, all_varchar = true, header = true, store_rejects = true, "
+            "rejects_table = $rt, rejects_scan = $rs, max_line_size = 134217728)")
+    params = {"p": str(src.paths[0]), "rt": rt, "rs": rs}
+    try:
+        good = con.sql(f"SELECT row_number() OVER () AS k, to_json(c)::VARCHAR AS line FROM {read} AS c",
+                       params=params).to_arrow_table()
+        rej = con.sql(f"SELECT line::BIGINT AS line_no, csv_line AS raw, "
+                      f"'CSV ' || error_type || ': ' || left(error_message, 120) AS problem FROM {rt}").to_arrow_table()
+    except Exception as e:  # noqa: BLE001
+        return pa.table({"source_id": pa.array([src.source_id], pa.int32()), "line_no": pa.array([1], pa.int64()),
+                         "line": pa.array([""], pa.string()), "line_bytes": pa.array([0], pa.int64()),
+                         "repaired": pa.array([False]),
+                         "problem": pa.array([f"unreadable CSV: {str(e).splitlines()[0][:160]}"])})
+    # good row k takes the k-th line number (from 2) that no rejected row holds
+    rej_lines = np.sort(np.asarray(rej.column("line_no").to_numpy(zero_copy_only=False), np.int64))
+    n_good = good.num_rows
+    candidates = np.arange(2, 2 + n_good + len(rej_lines), dtype=np.int64)
+    free = np.setdiff1d(candidates, rej_lines, assume_unique=False)[:n_good]
+    lines = good.column("line")
+    lens = pc.binary_length(lines).cast(pa.int64())
+    good_tbl = pa.table({"source_id": pa.array(np.full(n_good, src.source_id, np.int32)),
+                         "line_no": pa.array(free), "line": lines.cast(pa.string()),
+                         "line_bytes": lens, "repaired": pa.array(np.zeros(n_good, bool)),
+                         "problem": pa.nulls(n_good, pa.string())})
+    n_rej = rej.num_rows
+    rej_tbl = pa.table({"source_id": pa.array(np.full(n_rej, src.source_id, np.int32)),
+                        "line_no": rej.column("line_no"), "line": rej.column("raw").cast(pa.string()),
+                        "line_bytes": pc.binary_length(rej.column("raw")).cast(pa.int64()),
+                        "repaired": pa.array(np.zeros(n_rej, bool)), "problem": rej.column("problem")})
+    return pa.concat_tables([good_tbl, rej_tbl]).sort_by("line_no")
