@@ -52,6 +52,7 @@ def test_json_log_public_rule(spec, json_log, tmp_path):
     assert q["reason"].tolist()[0] == "malformed JSON"
     assert q["reason"].tolist()[1].startswith("unparseable timestamp")
     assert q["reason"].tolist()[2] == "missing field: out.meta_info.prompt_tokens"
+    assert src["served_model_source"].startswith("assumed") and src["served_model"] == "@cf/zai-org/glm-5.3"
     a = r.affected.set_index("request_id")
     assert str(a.loc["r1", "ts"]) == "2026-08-27 00:00:10+00:00"
     assert a.loc["r1", "source_line"] == 2 and a.loc["r1", "decode_node"] == "decode-7"
@@ -62,6 +63,13 @@ def test_json_log_engine_rule(spec, json_log, tmp_path):
     assert ids(r.affected) == {"r1", "r3", "r4", "r5", "r11"}
     assert r.summary["other_rule_drops"] == 2 and r.summary["other_rule_adds"] == 0
     assert r.summary["rule"].startswith("engine: prompt_tokens >= 681,274")
+
+
+def test_served_model_option_and_other_models(spec, json_log, tmp_path):
+    r = kvir.triage(spec(), [json_log], out=tmp_path / "case", source_tz=CHI, served_model="zai-org/GLM-5.3-Air")
+    assert r.sources[0]["served_model_source"] == "--served-model" and len(r.affected) == 0   # glm-5.3-air
+    r = kvir.triage(spec(), [json_log], out=tmp_path / "case", source_tz=CHI, served_model="zai-org/GLM-5.3")
+    assert ids(r.affected) == {"r1", "r5", "r11"}
 
 
 def test_naive_engine_log_without_zone_is_refused(spec, json_log, tmp_path):
