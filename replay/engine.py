@@ -47,8 +47,12 @@ class PDEngine:
         self.decode = DecodeWorker(self.decode_node, model, impl)
         self.transfer = KVTransfer(config.transfer_batch_cap, checksum != "off", fault)
         self.step = 0
+        self.check_every_step = False      # tests: check_integrity() before every step
+        self.prefill_live: dict[int, np.ndarray] = {}
 
     def next_step(self) -> int:
+        if self.check_every_step:
+            self.check_integrity()
         self.step += 1
         return self.step
 
@@ -96,11 +100,14 @@ class PDEngine:
             self.decode.release(st, step)
             return out
         assert fwd.tokens is not None and fwd.pages is not None and fwd.first_token is not None
+        self.prefill_live[uid] = fwd.pages
         out.prefill_tokens = int(fwd.tokens.size)
         out.reason = fwd.reason
         xfer = self.transfer.send(self.prefill_node, fwd.pages, self.decode_node, st.pages, int(fwd.tokens.size),
                                   uid, fwd.tokens, fwd.first_token, self.next_step())
-        self.prefill.release(fwd, uid, self.next_step())
+        step = self.next_step()
+        self.prefill_live.pop(uid, None)
+        self.prefill.release(fwd, uid, step)
         out.transferred_tokens = xfer.n_tokens
         verdict = None
         if self.checksum_mode != "off":
@@ -189,7 +196,7 @@ class PDEngine:
     def counterfactual(self) -> Iterator[None]:
         """Everything inside is undone afterwards (pools, allocators, ledgers, registry, live requests)."""
         cps = [(n, n.checkpoint()) for n in (self.prefill_node, self.decode_node)]
-        n_reg, step = len(self.registry), self.step
+        n_reg, step, pre_live = len(self.registry), self.step, dict(self.prefill_live)
         live = dict(self.decode.live)
         live_pages = {u: (s.pages.copy(), s.seq_len) for u, s in live.items()}
         try:
@@ -199,10 +206,11 @@ class PDEngine:
                 n.undo(cp)
             self.registry.truncate(n_reg)
             self.step = step
+            self.prefill_live = pre_live
             self.decode.live = live
             for u, (p, sl) in live_pages.items():
                 live[u].pages, live[u].seq_len, live[u].pages_t = p, sl, None
 
     def check_integrity(self) -> None:
         self.decode_node.check_integrity({u: s.pages for u, s in self.decode.live.items()})
-        self.prefill_node.check_integrity({})
+        self.prefill_node.check_integrity(dict(self.prefill_live))
