@@ -18,13 +18,3 @@ from .spec_facts import ensure_spec_facts, store_spec_facts
 __all__ = ["ARTIFACTS", "FORMATS", "IncidentModel", "ReportResult", "build_model", "ensure_spec_facts", "report",
            "store_spec_facts"]
 
-
-class _CallableModule(__import__("types").ModuleType):
-    """`kvir.report(case)` and `kvir.report.report(case)` both work: once this subpackage is imported it
-    shadows kvir's lazy `report` attribute, so the module itself forwards calls to report()."""
-
-    def __call__(self, *args, **kwargs) -> ReportResult:
-        return report(*args, **kwargs)
-
-
-__import__("sys").modules[__name__].__class__ = _CallableModule

@@ -64,12 +64,16 @@ def prompt_lengths(m: IncidentModel) -> Figure:
         ax.set_xscale("log")
         ax.set_yscale("symlog", linthresh=10)
     f = m.facts
-    for x, label, style in ((f.pool_tokens, f"KV pool {f.pool_tokens:,}", "-"),
-                            (f.engine_limit, f"engine limit {f.engine_limit:,}", ":"),
-                            (f.context_tokens, f"context {f.context_tokens:,}", "--")):
+    lines = [(f.pool_tokens, f"KV pool {f.pool_tokens:,}", "-"), (f.context_tokens, f"context {f.context_tokens:,}", "--")]
+    if abs(f.engine_limit - f.pool_tokens) / f.pool_tokens < 0.05:   # indistinguishable on a log axis: one label
+        lines[0] = (f.pool_tokens, f"KV pool {f.pool_tokens:,} / engine limit {f.engine_limit:,}", "-")
+    else:
+        lines.append((f.engine_limit, f"engine limit {f.engine_limit:,}", ":"))
+    for x, label, style in lines:
         ax.axvline(x, color="#222", linestyle=style, linewidth=1)
-        ax.annotate(label, (x, 1), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
-                    fontsize=7)
+        ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top",
+                    ha="right" if x == f.pool_tokens else "left", fontsize=7,
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
     ax.set_xlabel("prompt tokens (log scale)")
     ax.set_ylabel("requests")
     ax.set_title(f"Prompt lengths, {f.model}, {f.window_start:%Y-%m-%d} to {f.window_end:%Y-%m-%d} UTC")
@@ -83,25 +87,60 @@ def prompt_lengths(m: IncidentModel) -> Figure:
                   f"{m.counts.affected:,} affected. Lines: the KV pool, the engine's limit, the context length.", png)
 
 
+def _zoom_range(m: IncidentModel):
+    """The response day: from 3 h before awareness (or the last affected response) to 1 h after the last
+    event within two days of it."""
+    import datetime as dt
+
+    start = m.disclosure.awareness_time or m.counts.last_affected
+    if start is None:
+        return None
+    start = start - dt.timedelta(hours=3)
+    later = [e.ts for e in m.timeline if start <= e.ts <= start + dt.timedelta(days=2)]
+    return start, (max(later) if later else start + dt.timedelta(hours=6)) + dt.timedelta(hours=1)
+
+
 def affected_time(m: IncidentModel) -> Figure:
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 3.4))
-    if m.by_hour:
-        xs = [h.replace(tzinfo=None) for h, _ in m.by_hour]
-        ax.bar(xs, [n for _, n in m.by_hour], width=1 / 24, align="edge", color="#c0392b", label="affected per hour")
+    zoom = _zoom_range(m)
+    fig, axes = plt.subplots(1, 2 if zoom else 1, figsize=(9.5, 3.6), squeeze=False,
+                             gridspec_kw={"width_ratios": [3, 2]} if zoom else None)
     marks = [e for e in m.timeline if e.kind in ("model-private", "model-public", "all-prefill-fixed",
                                                   "first-affected", "last-affected") or e.origin == "hand"]
-    for e in marks:
-        ax.axvline(e.ts.replace(tzinfo=None), color="#1f4e79" if e.origin == "hand" else "#7f8c8d",
-                   linestyle="--" if e.origin == "hand" else ":", linewidth=0.8)
-    ax.set_ylabel("affected responses per hour")
-    ax.set_title("Affected responses over time (UTC); dashed: hand-entered events, dotted: derived events")
-    fig.autofmt_xdate()
+    for i, ax in enumerate(axes[0]):
+        if m.by_hour:
+            xs = [h.replace(tzinfo=None) for h, _ in m.by_hour]
+            ax.bar(xs, [n for _, n in m.by_hour], width=1 / 24, align="edge", color="#c0392b")
+        for e in marks:
+            if i == 1 and not (zoom[0] <= e.ts <= zoom[1]):
+                continue
+            ax.axvline(e.ts.replace(tzinfo=None), color="#1f4e79" if e.origin == "hand" else "#7f8c8d",
+                       linestyle="--" if e.origin == "hand" else ":", linewidth=0.8)
+            if i == 1 and e.origin == "hand":
+                ax.annotate(e.title[:34], (e.ts.replace(tzinfo=None), 0.98), xycoords=("data", "axes fraction"),
+                            rotation=90, va="top", ha="right", fontsize=6.5, color="#1f4e79")
+        ax.yaxis.get_major_locator().set_params(integer=True)
+        for lab in ax.get_xticklabels():
+            lab.set_rotation(30)
+            lab.set_ha("right")
+    axes[0][0].set_ylabel("affected responses per hour")
+    axes[0][0].set_title("whole period")
+    if zoom:
+        import matplotlib.dates as mdates
+
+        z = axes[0][1]
+        z.set_xlim(zoom[0].replace(tzinfo=None), zoom[1].replace(tzinfo=None))
+        z.xaxis.set_major_locator(mdates.AutoDateLocator(minticks=3, maxticks=6))
+        z.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+        z.set_title(f"response day, {zoom[0]:%Y-%m-%d %H:%M} to {zoom[1]:%H:%M}")
+    fig.suptitle("Affected responses over time (UTC); dashed: hand-entered events, dotted: derived events",
+                 fontsize=9)
+    fig.tight_layout()
     png = _png(fig)
     plt.close(fig)
     return Figure("affected_time", "Affected responses over time",
                   f"{m.counts.affected:,} affected responses per hour (queries/report/affected_by_hour.sql) with "
-                  f"{len(marks)} timeline events.", png)
+                  f"{len(marks)} timeline events; right: the day of the response.", png)
 
 
 def node_windows(m: IncidentModel) -> Figure:
@@ -125,7 +164,8 @@ def node_windows(m: IncidentModel) -> Figure:
     ax.set_yticks(range(len(nodes)), nodes)
     ax.set_title("Exposure window of each prefill node (UTC)")
     if nodes:
-        ax.legend(loc="lower left", frameon=False, fontsize=7)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False, fontsize=7)
+        ax.set_ylim(-0.6, len(nodes) - 0.4)
     fig.autofmt_xdate()
     png = _png(fig)
     plt.close(fig)

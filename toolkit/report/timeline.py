@@ -75,7 +75,7 @@ def derived_events(model: "IncidentModel", run: "_Runner") -> list[TimelineEvent
             Q.format("affected_span"), _ev(r["source_file"], r["source_line"]),
             "Request start of the affected response", f"{which}-affected",
             f"request {r['request_id']} of account {r['account_id'] or 'unknown'} on "
-            f"{r['prefill_node'] or '?'} -> {r['decode_node'] or '?'}", "public", (r["request_id"],)))
+            f"{r['prefill_node'] or '?'} → {r['decode_node'] or '?'}", "public", (r["request_id"],)))
     for r in run.rows("labelled_requests", {"models": list(model.facts.models)}):
         ev.append(TimelineEvent(
             utc(r["ts"]), f"{'First' if r['which'] == 'first' else 'Last'} request of the {r['label']}", "confirmation",
