@@ -91,7 +91,11 @@ class Case:
         if not db.exists():
             raise KvirError("not a kvir case (no case.duckdb)", path=str(p), hint="create one with `kvir triage --out DIR`")
         if read_only:
-            con = duckdb.connect(str(db), read_only=True)
+            try:
+                con = duckdb.connect(str(db), read_only=True)
+            except duckdb.ConnectionException:
+                raise KvirError("the case is open for writing in this process; close it (case.close()) or "
+                                "open it without read_only", path=str(p)) from None
             con.execute("SET TimeZone = 'UTC'")
         else:
             con = connect(db, temp_dir=p / "tmp")

@@ -91,7 +91,7 @@ def _audit_counts(a: Any) -> dict[str, Any]:
 def _replay_counts(r: Any, case_dir: Path) -> dict[str, Any]:
     from .case import open_case
 
-    with open_case(case_dir, read_only=True) as case:
+    with open_case(case_dir) as case:
         if not case.has("replay_results"):
             return {}
         verdicts = dict(case.con.execute("SELECT verdict, count(*) FROM replay_results GROUP BY 1").fetchall())
