@@ -205,3 +205,40 @@ CREATE OR REPLACE MACRO kvir_sglang_status(ftype, status_code) AS CASE
     WHEN ftype IN ('stop', 'length') THEN 200
     WHEN ftype = 'abort' THEN status_code
     ELSE NULL END;
+
+-- The offset for sources whose naive times are UTC by definition (router, LiteLLM, Langfuse, Helicone):
+-- 0 unless the source's own settings give a zone (a [[sources]] entry says otherwise).
+CREATE OR REPLACE MACRO kvir_utc_off(tz, off_min) AS CASE WHEN tz IS NULL THEN coalesce(off_min, 0) ELSE off_min END;
+
+-- A duration written with its unit (Rust Duration debug: 151.123456789s, 812.5ms, 950µs, 12ns) in seconds.
+CREATE OR REPLACE MACRO kvir_duration_s(x) AS CASE
+    WHEN regexp_full_match(trim(x), '[0-9]+(\.[0-9]+)?(ns|µs|us|ms|s)') THEN
+        TRY_CAST(regexp_extract(trim(x), '^([0-9]+(\.[0-9]+)?)', 1) AS DOUBLE) *
+        CASE regexp_extract(trim(x), '(ns|µs|us|ms|s)$', 1)
+            WHEN 'ns' THEN 1e-9 WHEN 'µs' THEN 1e-6 WHEN 'us' THEN 1e-6 WHEN 'ms' THEN 1e-3 ELSE 1.0 END
+    ELSE NULL END;
+
+-- Is this URL path an LLM generation endpoint (chat/completions, completions, generate, responses,
+-- messages)? NULL when there is no path (then a record is kept: it cannot be ruled out).
+CREATE OR REPLACE MACRO kvir_is_generation_path(p) AS
+    regexp_matches(p, '/(v1/)?(chat/completions|completions|generate|responses|messages)/?(\?.*)?$');
+
+-- A record's parse problem when its JSON did not parse: over-long, blank (a skip), not an object, malformed.
+CREATE OR REPLACE MACRO kvir_json_problem(text, n_bytes, max_bytes) AS CASE
+    WHEN n_bytes > max_bytes THEN 'line longer than ' || max_bytes || ' bytes'
+    WHEN trim(text) = '' THEN 'blank line'
+    WHEN json_valid(text) THEN 'JSON value is not an object'
+    ELSE 'malformed JSON' END;
+
+-- Outcome of a request whose client-facing status is known, with Envoy-style response flags:
+-- DC (downstream connection termination) = the client went away; UF/UO/UC/UT/URX/NR with no status = failed.
+CREATE OR REPLACE MACRO kvir_proxy_outcome(st, flags) AS CASE
+    WHEN coalesce(flags, '') SIMILAR TO '(.*,)?DC(,.*)?' THEN 'aborted'
+    WHEN coalesce(st, 0) = 0 AND coalesce(flags, '') SIMILAR TO '(.*,)?(UF|UO|UC|UT|URX|NR|UH|UMSDR)(,.*)?' THEN 'failed'
+    ELSE kvir_outcome_from_status(st) END;
+
+-- OTLP/JSON attributes ([{"key": k, "value": {"stringValue" | "intValue" (a string) | "doubleValue" |
+-- "boolValue": v}}]): the value of key k as text, NULL when absent.
+CREATE OR REPLACE MACRO kvir_otlp_attr(attrs, k) AS (
+    SELECT coalesce(v ->> '$.stringValue', v ->> '$.intValue', v ->> '$.doubleValue', v ->> '$.boolValue')
+    FROM (SELECT list_filter(CAST(json_extract(attrs, '$[*]') AS JSON[]), lambda a: (a ->> '$.key') = k)[1] -> '$.value' AS v));

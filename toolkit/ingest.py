@@ -69,6 +69,7 @@ class IngestOptions:
     keep_raw: bool = False
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     hash: str = "auto"          # full | footer | auto | none (see input_digest)
+    join_tolerance_s: float = fmts.DEFAULT_TOLERANCE_S   # candidates / identities joined by time (formats/joins.py)
 
 
 # ----------------------------------------------------------------------------------------- resolving
@@ -197,8 +198,8 @@ def _node_from_name(path: Path) -> str:
     for suffix in (".gz", ".zst", ".zstd", ".log", ".jsonl", ".ndjson", ".json", ".txt", ".csv", ".parquet"):
         if name.endswith(suffix):
             name = name[: -len(suffix)]
-    if name.lower() in _GENERIC_STEMS and path.parent.name:
-        return path.parent.name
+    if (name.lower() in _GENERIC_STEMS or name.startswith("sglang-request-metrics-")) and path.parent.name:
+        return path.parent.name     # per-hour metrics exports are named by hour: the folder names the node
     return name
 
 
@@ -320,7 +321,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     for src in sources:
         con.execute("UPDATE sources SET notes = $n WHERE source_id = $id", {"n": src.notes, "id": src.source_id})
     _build_records_view(case, sources)
-    reporter.run("merge records into requests", lambda: _build_requests(case, sources), con=con)
+    reporter.run("merge records into requests", lambda: _build_requests(case, sources, opts), con=con)
     case.manifest["timings"]["ingest_s"] = round(time.perf_counter() - t_all, 3)
     return source_counts(case)
 
@@ -372,10 +373,12 @@ def _variant(src: Source) -> str:
     return "lines"
 
 
-def _build_requests(case: Case, sources: list[Source]) -> None:
+def _build_requests(case: Case, sources: list[Source], opts: IngestOptions | None = None) -> None:
     merged = len(sources) > 1 or any(s.format.name.startswith("sglang") for s in sources) or \
         any("bootstrap_room" in s.columns for s in sources)
     case.run("case/requests_merged" if merged else "case/requests_direct")
+    if merged:
+        fmts.join_evidence(case, sources, (opts or IngestOptions()).join_tolerance_s)
 
 
 FULL_HASH_LIMIT = 1 << 30     # "auto": Parquet datasets above 1 GiB get footer digests

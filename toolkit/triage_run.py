@@ -69,7 +69,7 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
            year: int | None = None, max_bad_lines: int | None = None, keep_raw: bool = False,
            hash: str = "auto", progress: bool = False, memory_limit: str | None = None,
            threads: int | None = None, startup: list[str | Path] | None = None,
-           inventory: str | Path | None = None) -> TriageResult:
+           inventory: str | Path | None = None, join_tolerance_s: float | None = None) -> TriageResult:
     """Run a triage into the case folder `out` and return its result (see module docstring)."""
     t0 = time.perf_counter()
     if hash not in ("auto", "full", "footer", "none"):
@@ -77,6 +77,8 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
     spec = incident if isinstance(incident, IncidentSpec) else load_spec(incident)
     opts = IngestOptions(format=format, source_tz=source_tz, served_model=served_model, year=year,
                          keep_raw=keep_raw, hash=hash)
+    if join_tolerance_s is not None:
+        opts.join_tolerance_s = float(join_tolerance_s)
     sources = plan_sources(list(paths or []), spec, opts)
     case = Case.create(out, memory_limit=memory_limit, threads=threads)
     reporter = Reporter(enabled=progress)
@@ -99,6 +101,8 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
             queries = ("triage/hits_pool_in_effect",) + TRIAGE_QUERIES[1:] if pool_in_effect else TRIAGE_QUERIES
             for name in queries:
                 reporter.run(name.split("/")[1], lambda n=name: case.run(n, params), con=case.con)
+            # aggregate finding: what Prometheus histograms imply (bounds, never requests)
+            case.run("triage/aggregate_bounds", params)
             params["requests_total"], params["in_scope"] = _scope_counts(case, params)
             row = case.run("triage/summary", params, fetch=True)
             cols = [d[0] for d in case.con.description]

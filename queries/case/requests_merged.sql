@@ -8,7 +8,9 @@
 --      outcome, http_status: gateway (what the client got) > decode > mixed > prefill
 --      prompt_tokens:        decode > mixed > gateway > prefill (a prefill placeholder logs 1 token)
 --      account_id:           gateway > anything else
---    ts is the earliest start any record gives. Disagreeing prompt_tokens or outcomes (prefill
+--    ts is the earliest start any record gives that knows its time exactly (ts_granularity_s 0): a
+--    record known only to the hour (metrics export) widens nothing when an exact one exists; if all are
+--    hour-granular, the earliest lower bound with the widest granularity. Disagreeing prompt_tokens or outcomes (prefill
 --    excepted: a prefill-side abort next to a served decode is the incident's signature, kept in
 --    prefill_outcome) set conflict = true; nothing is dropped.
 CREATE OR REPLACE TABLE requests AS
@@ -31,9 +33,10 @@ rooms AS (
 grouped AS (
     SELECT
         merged_id AS request_id,
-        min(ts) AS ts,
+        coalesce(min(ts) FILTER (WHERE coalesce(ts_granularity_s, 0) = 0), min(ts)) AS ts,
         max(ts_end) AS ts_end,
-        max(ts_granularity_s) AS ts_granularity_s,
+        CASE WHEN count(*) FILTER (WHERE coalesce(ts_granularity_s, 0) = 0) > 0 THEN 0
+             ELSE max(ts_granularity_s) END AS ts_granularity_s,
         max_by(account_id, CASE WHEN account_id IS NOT NULL THEN p_account END) AS account_id,
         max_by(model, CASE WHEN model IS NOT NULL THEN p_outcome END) AS model,
         max_by(prompt_tokens, CASE WHEN prompt_tokens IS NOT NULL THEN p_tokens END) AS prompt_tokens,
@@ -50,9 +53,11 @@ grouped AS (
         max_by(source_id, p_outcome * 1000000000000 - source_line) AS source_id,
         max_by(source_line, p_outcome * 1000000000000 - source_line) AS source_line,
         count(*) AS n_records,
-        count(DISTINCT CASE WHEN role IS DISTINCT FROM 'prefill' THEN prompt_tokens END) > 1
-            OR count(DISTINCT CASE WHEN role IS DISTINCT FROM 'prefill' THEN outcome END) > 1 AS conflict,
-        list(DISTINCT source_id ORDER BY source_id) AS source_ids
+        coalesce(min(CASE WHEN role IS DISTINCT FROM 'prefill' THEN prompt_tokens END)
+                 <> max(CASE WHEN role IS DISTINCT FROM 'prefill' THEN prompt_tokens END), false)
+            OR coalesce(min(CASE WHEN role IS DISTINCT FROM 'prefill' THEN outcome END)
+                 <> max(CASE WHEN role IS DISTINCT FROM 'prefill' THEN outcome END), false) AS conflict,
+        list_sort(list_distinct(list(source_id))) AS source_ids
     FROM rooms
     WHERE merged_id IS NOT NULL
     GROUP BY merged_id
@@ -61,5 +66,6 @@ SELECT g.request_id, g.ts, g.ts_end, g.ts_granularity_s, g.account_id, g.model, 
        g.cached_tokens, g.completion_tokens, g.http_status, g.outcome, g.finish_reason,
        g.prefill_node, g.decode_node, g.prefill_tokens, g.bootstrap_room,
        s.format AS source_format, s.label AS source_file, g.source_line, g.source_id,
-       g.n_records, g.conflict, g.prefill_outcome, g.source_ids
+       g.n_records, g.conflict, g.prefill_outcome, g.source_ids,
+       NULL::VARCHAR AS join_method, NULL::VARCHAR[] AS joined_ids   -- filled by case/evidence_join
 FROM grouped AS g JOIN sources AS s USING (source_id);

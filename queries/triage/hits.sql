@@ -3,10 +3,13 @@
 -- Params: $models, $window_start, $window_end, $pool_tokens, $engine_limit, $rule
 --
 -- Model: exact match with one of the incident's aliases (glm-5.3-air is another model).
--- Window: inclusive at both ends. Rules: public = prompt_tokens > pool_tokens; engine = prompt_tokens
+-- Window: inclusive at both ends. A request whose start is only known to lie in [ts, ts +
+-- ts_granularity_s) (the SGLang metrics export: an hour) is in scope when that span meets the window, and
+-- counts as affected only when the whole span lies inside it; otherwise "possibly-affected". Rules: public = prompt_tokens > pool_tokens; engine = prompt_tokens
 -- >= min(context-1, pool-1) - 5 (SGLang's max_req_input_len, whose test is >=).
 -- Categories, under the chosen rule:
 --   affected     the rule holds and the client got a served response (HTTP 2xx, finish stop/length)
+--   possibly-affected  as affected, but its start is only known to a span that crosses a window edge
 --   rejected     the rule holds and the engine refused it (HTTP 4xx / abort with 400): correct behaviour
 --   failed       the rule holds and the request failed (HTTP 5xx, e.g. a transfer failure)
 --   aborted      the rule holds and the client went away (abort without a status, HTTP 499)
@@ -19,7 +22,9 @@ WITH scoped AS (
         r.prompt_tokens >= $engine_limit AS engine_hit
     FROM requests AS r
     WHERE r.model IN (SELECT unnest($models))
-      AND r.ts >= $window_start AND r.ts <= $window_end
+      AND r.ts <= $window_end
+      AND (r.ts >= $window_start
+           OR (coalesce(r.ts_granularity_s, 0) > 0 AND r.ts + to_seconds(r.ts_granularity_s) > $window_start))
       AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= least($engine_limit, $pool_tokens + 1))
 ),
 judged AS (
@@ -32,6 +37,9 @@ SELECT j.*,
     CASE
         WHEN j.prompt_tokens IS NULL THEN 'undecidable'
         WHEN NOT j.hit THEN 'other-rule'
+        WHEN j.outcome = 'served' AND coalesce(j.ts_granularity_s, 0) > 0
+             AND NOT (j.ts >= $window_start
+                      AND j.ts + to_seconds(j.ts_granularity_s) - INTERVAL 1 MICROSECOND <= $window_end) THEN 'possibly-affected'
         WHEN j.outcome = 'served' THEN 'affected'
         WHEN j.outcome = 'rejected' THEN 'rejected'
         WHEN j.outcome = 'failed' THEN 'failed'
@@ -40,5 +48,11 @@ SELECT j.*,
     CASE
         WHEN j.prompt_tokens IS NULL THEN 'prompt length unknown'
         WHEN j.hit AND j.outcome IS NULL THEN 'outcome unknown (no HTTP status or finish reason)'
-    END AS undecidable_reason
+    END AS undecidable_reason,
+    CASE WHEN coalesce(j.ts_granularity_s, 0) > 0 THEN
+        'start known only to within ' || j.ts_granularity_s || ' s: [' || strftime(j.ts, '%Y-%m-%dT%H:%M:%SZ') || ', '
+        || strftime(j.ts + to_seconds(j.ts_granularity_s), '%Y-%m-%dT%H:%M:%SZ') || ')'
+        || CASE WHEN j.ts >= $window_start AND j.ts + to_seconds(j.ts_granularity_s) - INTERVAL 1 MICROSECOND <= $window_end
+                THEN ', inside the window' ELSE ', crossing a window edge' END
+    END AS time_note
 FROM judged AS j;

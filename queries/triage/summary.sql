@@ -14,8 +14,18 @@ SELECT
     (SELECT count(*) FROM triage_hits WHERE category = 'failed') AS failed,
     (SELECT count(*) FROM triage_hits WHERE category = 'aborted') AS aborted,
     (SELECT count(*) FROM triage_hits WHERE category = 'undecidable') AS undecidable,
+    (SELECT count(*) FROM triage_hits WHERE category = 'possibly-affected') AS possibly_affected,
     (SELECT count(*) FROM triage_hits WHERE other_hit AND NOT hit AND outcome = 'served') AS other_rule_adds,
     (SELECT count(*) FROM triage_hits WHERE hit AND NOT other_hit AND outcome = 'served') AS other_rule_drops,
     (SELECT count(*) FROM affected WHERE conflict) AS affected_with_conflicts,
     (SELECT min(ts) FROM affected) AS first_affected,
-    (SELECT max(ts) FROM affected) AS last_affected;
+    (SELECT max(ts) FROM affected) AS last_affected,
+    -- joining evidence (case/evidence_join): candidates and gateway identities
+    (SELECT count(*) FROM evidence_joins WHERE status = 'matched') AS join_matched,
+    (SELECT count(*) FROM evidence_joins WHERE status = 'missed') AS join_missed,
+    (SELECT count(*) FROM evidence_joins WHERE status = 'ambiguous') AS join_ambiguous,
+    (SELECT max(tolerance_s) FROM evidence_joins) AS join_tolerance_s,
+    -- aggregate finding (triage/aggregate_bounds): bounds from Prometheus histograms, not requests
+    (SELECT count(*) FROM aggregate_findings) AS aggregate_series,
+    (SELECT sum(lower) FROM aggregate_findings) AS aggregate_lower,
+    (SELECT sum(upper) FROM aggregate_findings) AS aggregate_upper;

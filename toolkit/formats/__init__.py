@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import sniff as sn
+from .joins import DEFAULT_TOLERANCE_S, join_evidence
 from .readers import records_input
 from .settings import write_extra_settings
 from .sniff import Sniffer
 
 __all__ = ["FORMATS", "Format", "RECORD_COLUMNS", "RECORD_COLUMN_NAMES", "get", "register", "records_input",
-           "write_extra_settings"]
+           "write_extra_settings", "join_evidence", "DEFAULT_TOLERANCE_S"]
 
 # What every adapter produces, one row per input line or record (tests check each adapter).
 RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -65,6 +66,7 @@ class Format:
     times_utc: bool = False       # naive times are UTC by definition: --source-tz does not apply
     side_query: str | None = None  # query run over the same rows into a side table (Prometheus samples)
     options: str = ""             # optional options shown by `kvir formats` (e.g. --year)
+    engine: bool = False          # an inference engine's own log (joins attach gateway identities to these)
 
 
 FORMATS: dict[str, Format] = {}
@@ -76,7 +78,7 @@ def register(f: Format) -> Format:
 
 
 register(Format(
-    name="sglang-json", title="SGLang request log, JSON (--log-requests-format json)",
+    name="sglang-json", engine=True, title="SGLang request log, JSON (--log-requests-format json)",
     adapter="adapters/sglang_json", reader="lines",
     times="naive host-local ISO-8601 (datetime.now().isoformat())", needs=("source_tz",),
     names_model=False, sniff=sn.sglang_json,
@@ -84,13 +86,13 @@ register(Format(
           "PD: prefill and decode copies share obj.bootstrap_room (one request, decode wins); "
           "abort finish reasons carry their status_code."))
 register(Format(
-    name="sglang-text", title="SGLang request log, text (Finish: obj=... out={'meta_info': ...})",
+    name="sglang-text", engine=True, title="SGLang request log, text (Finish: obj=... out={'meta_info': ...})",
     adapter="adapters/sglang_text", reader="lines",
     times="naive host-local '[YYYY-MM-DD HH:MM:SS <rank tags>]' prefix", needs=("source_tz",),
     names_model=False, sniff=sn.sglang_text,
     notes="Finish lines are requests; Receive lines and other server lines are counted, not requests."))
 register(Format(
-    name="sglang-metrics", title="SGLang request-metrics export (sglang-request-metrics-YYYYMMDD_HH.log)",
+    name="sglang-metrics", engine=True, title="SGLang request-metrics export (sglang-request-metrics-YYYYMMDD_HH.log)",
     adapter="adapters/sglang_metrics", reader="lines",
     times="no time in the record: the host-local hour of the file name (known to the hour)", needs=("source_tz",),
     names_model=False, sniff=sn.sglang_metrics,
@@ -105,7 +107,7 @@ register(Format(
     notes="finished-request lines: request_id, status_code, latency; no model, no tokens: candidates joined "
           "to engine logs by time."))
 register(Format(
-    name="vllm", title="vLLM API-server log (Received request / Generated response lines, uvicorn access lines)",
+    name="vllm", engine=True, title="vLLM API-server log (Received request / Generated response lines, uvicorn access lines)",
     adapter="adapters/vllm", reader="lines",
     times="naive host-local 'MM-DD HH:MM:SS' without a year", needs=("source_tz",), options="--year (default: the "
           "year that puts the stamp in or nearest the incident window)",

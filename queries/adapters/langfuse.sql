@@ -1,0 +1,99 @@
+-- langfuse: Langfuse observation exports (blob-storage JSON / JSONL / CSV, snake_case; or the public API,
+-- camelCase) as request records.
+-- Params: none
+-- Inputs: __input__ (records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+--
+-- GENERATION observations are requests; SPAN, EVENT and the other types are counted. Times: start_time /
+-- end_time 'YYYY-MM-DD HH:MM:SS.ffffff' in UTC without a zone (the API's startTime is ISO with Z): naive
+-- means UTC here, never the host's zone. Prompt length: usage_details.input plus the cached input keys
+-- (input_cached_tokens, cache_read_input_tokens, input_cache_read): Langfuse reports cache reads apart
+-- from input; older exports have usage.input / usage.promptTokens. Customer: user_id (enriched
+-- observations) or userId. Model: provided_model_name (as the SDK sent it), else model. level ERROR =
+-- failed (rejected when its status_message names a 4xx / BadRequest). request_id = the observation id.
+WITH parsed AS (
+    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text, i.problem,
+        CASE WHEN i.problem IS NULL AND i.line_bytes <= s.max_line_bytes AND starts_with(ltrim(i.line), '{')
+             THEN TRY(from_json(i.line, '{"id":"VARCHAR","type":"VARCHAR","trace_id":"VARCHAR","traceId":"VARCHAR",
+                  "start_time":"VARCHAR","startTime":"VARCHAR","end_time":"VARCHAR","endTime":"VARCHAR",
+                  "provided_model_name":"VARCHAR","providedModelName":"VARCHAR","model":"VARCHAR",
+                  "usage_details":"VARCHAR","usageDetails":"VARCHAR","usage":"VARCHAR",
+                  "user_id":"VARCHAR","userId":"VARCHAR","level":"VARCHAR","status_message":"VARCHAR",
+                  "statusMessage":"VARCHAR"}')) END AS j,
+        s.tz_iana, s.tz_offset_min, s.max_line_bytes
+    FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
+),
+fields AS (
+    SELECT p.*,
+        kvir_text(p.j.id) AS rid,
+        upper(kvir_text(p.j.type)) AS otype,
+        coalesce(kvir_text(p.j.start_time), kvir_text(p.j.startTime)) AS start_text,
+        kvir_parse_ts(coalesce(kvir_text(p.j.start_time), kvir_text(p.j.startTime)), p.tz_iana, kvir_utc_off(p.tz_iana, p.tz_offset_min)) AS ts0,
+        kvir_parse_ts(coalesce(kvir_text(p.j.end_time), kvir_text(p.j.endTime)), p.tz_iana, kvir_utc_off(p.tz_iana, p.tz_offset_min)) AS ts1,
+        CASE WHEN json_valid(coalesce(p.j.usage_details, p.j.usageDetails, p.j.usage))
+             THEN coalesce(p.j.usage_details, p.j.usageDetails, p.j.usage)::JSON END AS u,
+        kvir_text(coalesce(kvir_text(p.j.provided_model_name), kvir_text(p.j.providedModelName), kvir_text(p.j.model))) AS model,
+        kvir_text(coalesce(kvir_text(p.j.user_id), kvir_text(p.j.userId))) AS account,
+        upper(kvir_text(p.j.level)) AS level,
+        coalesce(p.j.status_message, p.j.statusMessage) AS status_message
+    FROM parsed AS p
+),
+counted AS (
+    SELECT f.*,
+        coalesce(f.u ->> '$.input', f.u ->> '$.promptTokens', f.u ->> '$.prompt_tokens') AS input_text,
+        kvir_count(coalesce(f.u ->> '$.input', f.u ->> '$.promptTokens', f.u ->> '$.prompt_tokens')) AS n_input,
+        kvir_count(coalesce(f.u ->> '$.input_cached_tokens', f.u ->> '$.cache_read_input_tokens',
+                            f.u ->> '$.input_cache_read')) AS n_cached,
+        kvir_count(coalesce(f.u ->> '$.output', f.u ->> '$.completionTokens', f.u ->> '$.completion_tokens')) AS n_output
+    FROM fields AS f
+),
+judged AS (
+    SELECT c.*,
+        CASE
+            WHEN c.problem IS NOT NULL OR c.line_bytes > c.max_line_bytes THEN 'bad'
+            WHEN c.j IS NULL AND trim(c.text) = '' THEN 'skip'
+            WHEN c.j IS NULL THEN 'bad'
+            WHEN c.otype IS NOT NULL AND c.otype <> 'GENERATION' THEN 'skip'
+            WHEN c.rid IS NULL OR NOT kvir_in_range(c.ts0) OR c.model IS NULL THEN 'bad'
+            WHEN c.input_text IS NOT NULL AND c.n_input IS NULL THEN 'bad'
+            ELSE 'request' END AS kind,
+        CASE
+            WHEN c.problem IS NOT NULL THEN c.problem
+            WHEN c.j IS NULL THEN kvir_json_problem(c.text, c.line_bytes, c.max_line_bytes)
+            WHEN c.otype IS NOT NULL AND c.otype <> 'GENERATION' THEN 'observation of type ' || left(c.otype, 20) || ' (not a generation)'
+            WHEN c.rid IS NULL THEN 'missing field: id'
+            WHEN c.ts0 IS NULL OR NOT kvir_in_range(c.ts0)
+                THEN kvir_ts_problem(c.start_text, c.ts0, c.tz_iana, kvir_utc_off(c.tz_iana, c.tz_offset_min))
+            WHEN c.model IS NULL THEN 'missing field: model'
+            WHEN c.input_text IS NOT NULL AND c.n_input IS NULL THEN 'usage input is not a non-negative integer'
+        END AS reason
+    FROM counted AS c
+)
+SELECT
+    j.source_id::INTEGER AS source_id,
+    j.line_no AS source_line,
+    j.kind,
+    CASE WHEN j.kind <> 'request' THEN j.reason END AS reason,
+    CASE WHEN j.kind = 'request' THEN j.rid END AS request_id,
+    NULL::VARCHAR AS bootstrap_room,
+    CASE WHEN j.kind = 'request' THEN j.ts0 END AS ts,
+    CASE WHEN j.kind = 'request' THEN j.ts1 END AS ts_end,
+    0 AS ts_granularity_s,
+    CASE WHEN j.kind = 'request' THEN j.account END AS account_id,
+    CASE WHEN j.kind = 'request' THEN j.model END AS model,
+    CASE WHEN j.kind = 'request' THEN j.n_input + coalesce(j.n_cached, 0) END AS prompt_tokens,
+    CASE WHEN j.kind = 'request' THEN j.n_cached END AS cached_tokens,
+    CASE WHEN j.kind = 'request' THEN j.n_output END AS completion_tokens,
+    NULL::INTEGER AS http_status,
+    CASE WHEN j.kind <> 'request' THEN NULL
+         WHEN j.level = 'ERROR' AND regexp_matches(coalesce(j.status_message, ''), '\b4[0-9][0-9]\b|BadRequest|context length')
+             THEN 'rejected'
+         WHEN j.level = 'ERROR' THEN 'failed'
+         ELSE 'served' END AS outcome,
+    CASE WHEN j.kind = 'request' AND j.level = 'ERROR' THEN 'error' END AS finish_reason,
+    'gateway' AS role,
+    s.node AS node,
+    NULL::VARCHAR AS prefill_node,
+    NULL::VARCHAR AS decode_node,
+    NULL::BIGINT AS prefill_tokens,
+    CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j.text END AS raw
+FROM judged AS j JOIN __settings__ AS s ON s.source_id = j.source_id

@@ -1,0 +1,109 @@
+-- sglang_router: the SGLang router / model gateway (sgl-router, smg) access log as candidate request records.
+-- Params: none
+-- Inputs: __input__ (numbered text lines: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
+--
+-- Rust tracing, timer ChronoUtc("%Y-%m-%d %H:%M:%S"): UTC, second resolution, no zone marker.
+-- Text:  2026-08-27 00:02:31  INFO http_request{method=POST uri=/v1/chat/completions version=HTTP/1.1
+--        request_id="chatcmpl-..." status_code=200 latency="151.123456789s"}: sglang_router_rs::response:
+--        src/middleware.rs:257: finished processing request
+--        (WARN "request failed with client error", ERROR "... server error"; ANSI colours stripped)
+-- JSON:  {"timestamp":"2026-08-27 00:02:31","level":"INFO","message":"finished processing request",
+--         "target":"sglang_router_rs::response","span":{"method":..,"uri":..,"request_id":..,
+--         "status_code":200,"latency":"151.12s","name":"http_request"},...}
+-- The end line is the request: end = the stamp, start = end - latency. No model (the router fronts the
+-- served model: settings.served_model), no tokens, no customer: a candidate. The router's request_id is
+-- not the workers' rid, so it joins engine logs by time (queries/case/evidence_join.sql). Start lines,
+-- non-generation paths (/health, /metrics) and the router's other lines are counted, not requests.
+WITH lines AS (
+    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS raw_text,
+        CASE WHEN position(chr(27) IN i.line) > 0 THEN regexp_replace(i.line, '\x1b\[[0-9;]*m', '', 'g')
+             ELSE i.line END AS text
+    FROM __input__ AS i
+),
+parsed AS (
+    SELECT l.*,
+        CASE WHEN starts_with(ltrim(l.text), '{') THEN TRY(from_json(l.text,
+            '{"timestamp":"VARCHAR","level":"VARCHAR","message":"VARCHAR","target":"VARCHAR",
+              "fields":{"message":"VARCHAR","method":"VARCHAR","uri":"VARCHAR","request_id":"VARCHAR",
+                        "status_code":"VARCHAR","latency":"VARCHAR"},
+              "span":{"name":"VARCHAR","method":"VARCHAR","uri":"VARCHAR","request_id":"VARCHAR",
+                      "status_code":"VARCHAR","latency":"VARCHAR"}}')) END AS j,
+        regexp_extract(l.text, '^(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?)\s+(TRACE|DEBUG|INFO|WARN|ERROR)\s+(.*)$',
+                       ['stamp', 'level', 'rest']) AS t
+    FROM lines AS l
+),
+fields AS (
+    SELECT p.source_id, p.line_no, p.line_bytes, p.raw_text, p.j IS NOT NULL AS is_json,
+        CASE WHEN p.j IS NOT NULL THEN p.j.timestamp ELSE nullif(p.t.stamp, '') END AS stamp,
+        CASE WHEN p.j IS NOT NULL THEN coalesce(p.j.message, p.j.fields.message) ELSE p.t.rest END AS msg,
+        CASE WHEN p.j IS NOT NULL THEN coalesce(p.j.span.method, p.j.fields.method)
+             ELSE nullif(regexp_extract(p.t.rest, '\bhttp_request\{[^}]*\bmethod=([A-Z]+)', 1), '') END AS method,
+        CASE WHEN p.j IS NOT NULL THEN coalesce(p.j.span.uri, p.j.fields.uri)
+             ELSE nullif(regexp_extract(p.t.rest, '\bhttp_request\{[^}]*\buri=(\S+?)[ }]', 1), '') END AS uri,
+        kvir_text(CASE WHEN p.j IS NOT NULL THEN coalesce(p.j.span.request_id, p.j.fields.request_id)
+             ELSE nullif(regexp_extract(p.t.rest, '\bhttp_request\{[^}]*\brequest_id="?([^" }]+)', 1), '') END) AS rid,
+        TRY_CAST(CASE WHEN p.j IS NOT NULL THEN coalesce(p.j.span.status_code, p.j.fields.status_code)
+             ELSE nullif(regexp_extract(p.t.rest, '\bhttp_request\{[^}]*\bstatus_code=(\d+)', 1), '') END AS INTEGER) AS status,
+        kvir_duration_s(CASE WHEN p.j IS NOT NULL THEN coalesce(p.j.span.latency, p.j.fields.latency)
+             ELSE nullif(regexp_extract(p.t.rest, '\bhttp_request\{[^}]*\blatency="?([0-9.]+(?:ns|µs|us|ms|s))', 1), '') END) AS latency_s,
+        p.text
+    FROM parsed AS p
+),
+timed AS (
+    SELECT f.*,
+        CASE WHEN f.msg LIKE '%finished processing request%' OR f.msg LIKE '%request failed with%' THEN 'end'
+             WHEN f.msg LIKE '%started processing request%' THEN 'start' END AS event,
+        kvir_parse_ts_h(f.stamp, s.tz_iana, kvir_utc_off(s.tz_iana, s.tz_offset_min), s.tz_hour0, s.tz_hour_offsets) AS ts_end0,
+        s.tz_iana, s.tz_offset_min, s.max_line_bytes
+    FROM fields AS f JOIN __settings__ AS s ON s.source_id = f.source_id
+),
+judged AS (
+    SELECT t.*,
+        CASE
+            WHEN t.line_bytes > t.max_line_bytes THEN 'bad'
+            WHEN trim(t.text) = '' THEN 'skip'
+            WHEN t.event IS DISTINCT FROM 'end' THEN 'skip'
+            WHEN NOT coalesce(kvir_is_generation_path(t.uri), true) THEN 'skip'
+            WHEN t.rid IS NULL OR t.status IS NULL OR t.latency_s IS NULL OR NOT kvir_in_range(t.ts_end0) THEN 'bad'
+            ELSE 'request' END AS kind,
+        CASE
+            WHEN t.line_bytes > t.max_line_bytes THEN 'line longer than ' || t.max_line_bytes || ' bytes'
+            WHEN trim(t.text) = '' THEN 'blank line'
+            WHEN t.event = 'start' THEN 'router start line (the end line is the request)'
+            WHEN t.event IS NULL AND t.stamp IS NULL AND NOT t.is_json THEN 'other log line (no timestamp prefix)'
+            WHEN t.event IS NULL THEN 'other router line'
+            WHEN NOT coalesce(kvir_is_generation_path(t.uri), true)
+                THEN 'not a generation request: ' || coalesce(t.method, '?') || ' ' || left(split_part(t.uri, '?', 1), 60)
+            WHEN t.rid IS NULL THEN 'missing field: request_id'
+            WHEN t.status IS NULL THEN 'missing field: status_code'
+            WHEN t.latency_s IS NULL THEN 'missing or unreadable field: latency'
+            WHEN t.ts_end0 IS NULL OR NOT kvir_in_range(t.ts_end0)
+                THEN kvir_ts_problem(t.stamp, t.ts_end0, t.tz_iana, kvir_utc_off(t.tz_iana, t.tz_offset_min))
+        END AS reason
+    FROM timed AS t
+)
+SELECT
+    j.source_id::INTEGER AS source_id,
+    j.line_no AS source_line,
+    j.kind,
+    CASE WHEN j.kind <> 'request' THEN j.reason END AS reason,
+    CASE WHEN j.kind = 'request' THEN j.rid END AS request_id,
+    NULL::VARCHAR AS bootstrap_room,
+    CASE WHEN j.kind = 'request' THEN j.ts_end0 - to_microseconds(CAST(round(j.latency_s * 1e6) AS BIGINT)) END AS ts,
+    CASE WHEN j.kind = 'request' THEN j.ts_end0 END AS ts_end,
+    0 AS ts_granularity_s,
+    NULL::VARCHAR AS account_id,
+    CASE WHEN j.kind = 'request' THEN s.served_model END AS model,
+    NULL::BIGINT AS prompt_tokens,
+    NULL::BIGINT AS cached_tokens,
+    NULL::BIGINT AS completion_tokens,
+    CASE WHEN j.kind = 'request' THEN j.status END AS http_status,
+    CASE WHEN j.kind = 'request' THEN kvir_outcome_from_status(j.status) END AS outcome,
+    NULL::VARCHAR AS finish_reason,
+    'gateway' AS role,
+    s.node AS node,
+    NULL::VARCHAR AS prefill_node,
+    NULL::VARCHAR AS decode_node,
+    NULL::BIGINT AS prefill_tokens,
+    CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j.raw_text END AS raw
+FROM judged AS j JOIN __settings__ AS s ON s.source_id = j.source_id
