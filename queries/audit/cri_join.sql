@@ -1,6 +1,6 @@
 -- cri_join: a container-runtime (CRI) log with its split records joined back into whole lines.
 -- Params: none
--- Inputs: __input__ (numbered lines of one or more files: file_id, line_no, line, line_bytes)
+-- Inputs: __input__ (numbered text lines of one or more files: file_id, line_no, line, line_bytes)
 --
 -- containerd / CRI-O write `<RFC3339 time> <stdout|stderr> <P|F> <content>`: a line longer than the
 -- runtime's buffer (16 KiB by default; SGLang's server_args dump is often longer) is split into P
@@ -8,7 +8,7 @@
 -- line number (the evidence line) and the sum of the parts' lengths; a group whose last record is P
 -- (the file ends inside a line) is marked cri_open, i.e. truncated.
 WITH l AS (
-    SELECT i.file_id, i.line_no, i.line_bytes, rtrim(decode(i.line), chr(13) || chr(10)) AS text
+    SELECT i.file_id, i.line_no, i.line_bytes, i.line AS text
     FROM __input__ AS i
 ),
 t AS (
@@ -24,9 +24,9 @@ g AS (
 SELECT
     g.file_id,
     min(g.line_no) AS line_no,
-    encode(string_agg(CASE WHEN g.line_no = g.first_no THEN g.text
-                           ELSE regexp_replace(g.text, '^\S+\s+(?:stdout|stderr)\s+[FP]\s', '') END, ''
-                      ORDER BY g.line_no)) AS line,
+    string_agg(CASE WHEN g.line_no = g.first_no THEN g.text
+                    ELSE regexp_replace(g.text, '^\S+\s+(?:stdout|stderr)\s+[FP]\s', '') END, ''
+               ORDER BY g.line_no) AS line,
     sum(g.line_bytes)::BIGINT AS line_bytes,
     arg_max(g.tag, g.line_no) = 'P' AS cri_open,
     count(*)::BIGINT AS cri_parts

@@ -1,6 +1,6 @@
 -- startup_lines: the start-up, configuration and runtime-indicator lines of one engine log (SGLang or vLLM), one row each, values parsed.
 -- Params: none
--- Inputs: __input__ (numbered lines of one or more files: file_id, line_no, line, line_bytes, cri_open), __settings__ (one row per file: file_id, tz_iana, tz_offset_min, year, max_line_bytes)
+-- Inputs: __input__ (numbered text lines of one or more files: file_id, line_no, line (VARCHAR, no terminator), line_bytes, cri_open), __settings__ (one row per file: file_id, tz_iana, tz_offset_min, year, max_line_bytes)
 --
 -- Prefixes peeled, in order (research/sglang.md §1.4, §4; logformats.md §1.1, §2.1):
 --   container runtime  `2026-08-27T05:00:01.123456789Z ` (+ CRI `stdout F `): an RFC3339 time with its
@@ -14,13 +14,13 @@
 -- Values: see queries/audit/macros.sql (a value is taken only when visibly complete). `truncated`
 -- says a recognised line is cut short (its later values are missing); nothing here is guessed.
 WITH raw AS (
-    SELECT i.file_id, i.line_no, i.line_bytes, i.cri_open, rtrim(decode(i.line), chr(13) || chr(10)) AS text
+    SELECT i.file_id, i.line_no, i.line_bytes, i.cri_open, i.line AS text
     FROM __input__ AS i
 ),
-cand AS (   -- one cheap scan: only lines that could matter go through the regexes below
+cand AS (   -- cheap scans first: request-log lines out, then one regex pass picks lines that could matter
     SELECT r.* FROM raw AS r
-    WHERE regexp_matches(r.text, 'max_total_num_tokens=|KV Cache is allocated|server_args=|context_length \(|PD KV checksum|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|GPU KV cache size|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|[Cc]hecksum mismatch|[Cc]anary|transfer failed|fired up and ready')
-      AND position('Receive: obj=' IN r.text) = 0 AND position('Finish: obj=' IN r.text) = 0
+    WHERE CASE WHEN position('Finish: obj=' IN r.text) > 0 OR position('Receive: obj=' IN r.text) > 0 THEN false
+               ELSE regexp_matches(r.text, 'max_total_num_tokens=|KV Cache is allocated|server_args=|context_length \(|PD KV checksum|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|GPU KV cache size|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|[Cc]hecksum mismatch|[Cc]anary|transfer failed|fired up and ready') END
 ),
 p1 AS (     -- container-runtime stamp
     SELECT c.*,

@@ -155,12 +155,13 @@ class _Counts:
     too_long: int = 0
 
 
-_SCHEMA = pa.schema([("file_id", pa.int32()), ("line_no", pa.int64()), ("line", pa.large_binary()),
+_SCHEMA = pa.schema([("file_id", pa.int32()), ("line_no", pa.int64()), ("line", pa.string_view()),
                      ("line_bytes", pa.int64()), ("repaired", pa.bool_()), ("cri_open", pa.bool_())])
 
 
 class _Stream:
-    """The numbered-line batches of several files as one stream tagged with file_id, counting lines and
+    """The numbered text lines (VARCHAR, no terminator: kvir.lines text mode) of several files as one
+    stream tagged with file_id, counting lines and
     over-long lines per batch (vectorised) and remembering which file is being read (for errors)."""
 
     def __init__(self, plans: list[FilePlan], max_line_bytes: int, on_bytes=None):
@@ -173,11 +174,10 @@ class _Stream:
         for p in self.plans:
             self.current = p
             c = self.counts[p.file_id]
-            for b in iter_line_batches(p.path, self.max_line_bytes, on_bytes=self.on_bytes):
+            for b in iter_line_batches(p.path, self.max_line_bytes, on_bytes=self.on_bytes, text=True):
                 n = b.num_rows
                 c.lines += n
-                too = pc.and_(pc.greater(b.column("line_bytes"), self.max_line_bytes),
-                              pc.equal(pc.binary_length(b.column("line")), 0))
+                too = pc.greater(b.column("line_bytes"), self.max_line_bytes)   # such a line arrives empty
                 k = pc.sum(too).as_py() or 0
                 if k:
                     c.too_long += k
@@ -198,12 +198,22 @@ def _record_query(log: QueryLog, name: str, sql: str, inputs: dict[str, str], pa
     log.record(load(name), sql, params, None, seconds, inputs)
 
 
+def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: list[str], rows: list[tuple]) -> None:
+    """Insert many rows at once through an Arrow table (DuckDB's executemany is slow per row)."""
+    data = {c: [r[i] for r in rows] for i, c in enumerate(columns)}
+    con.register("audit_rows", pa.table(data) if rows else pa.table({c: pa.array([], pa.string()) for c in columns}))
+    try:
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM audit_rows")
+    finally:
+        con.unregister("audit_rows")
+
+
 def _write_settings(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], max_line_bytes: int) -> None:
     con.execute("CREATE OR REPLACE TEMP TABLE audit_settings (file_id INTEGER, tz_iana VARCHAR, tz_offset_min INTEGER, "
                 "year INTEGER, max_line_bytes BIGINT)")
-    con.executemany("INSERT INTO audit_settings VALUES (?, ?, ?, ?, ?)",
-                    [(p.file_id, p.tz.iana if p.tz else None, p.tz.offset_minutes if p.tz else None, p.year,
-                      max_line_bytes) for p in plans])
+    _insert_rows(con, "audit_settings", ["file_id", "tz_iana", "tz_offset_min", "year", "max_line_bytes"],
+                 [(p.file_id, p.tz.iana if p.tz else None, p.tz.offset_minutes if p.tz else None, p.year,
+                   max_line_bytes) for p in plans])
 
 
 def parse_files(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], log: QueryLog, *, cri: bool, first: bool,
@@ -236,26 +246,35 @@ def parse_files(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], log: Quer
         except Exception:
             pass
     if stream.too_long:
-        con.executemany("INSERT INTO audit_too_long VALUES (?, ?, ?)", stream.too_long[:10000])
-    for p in plans:
-        _refuse_unusable_times(con, p)
+        _insert_rows(con, "audit_too_long", ["file_id", "line_no", "line_bytes"], stream.too_long[:10000])
+    _refuse_unusable_times(con, plans)
     return stream.counts
 
 
-def _refuse_unusable_times(con: duckdb.DuckDBPyConnection, plan: FilePlan) -> None:
+def _refuse_unusable_times(con: duckdb.DuckDBPyConnection, plans: list[FilePlan]) -> None:
     """Host-local times need a zone (and vLLM's a year): refuse rather than guess, naming the file."""
-    row = con.execute("SELECT min(line_no) FILTER (WHERE ts_problem LIKE 'naive timestamp%'), "
-                      "min(line_no) FILTER (WHERE ts_problem LIKE 'vLLM time without a year%') "
-                      "FROM audit_parsed WHERE file_id = $id", {"id": plan.file_id}).fetchall()[0]
-    naive, no_year = row
-    where = f"node {plan.node.name} in the inventory" if plan.node else "this file's node in an inventory"
-    if naive is not None:
-        raise InputError("start-up log times are host-local (no offset) and no source time zone was given",
-                         path=plan.label, line=naive,
-                         hint=f"pass --source-tz (an IANA name such as America/Chicago, or +02:00) or set source_tz for {where}")
-    if no_year is not None:
-        raise InputError("vLLM log times carry no year", path=plan.label, line=no_year,
-                         hint=f"pass --year or set year for {where}")
+    rows = con.execute("SELECT file_id, min(line_no) FILTER (WHERE ts_problem LIKE 'naive timestamp%'), "
+                       "min(line_no) FILTER (WHERE ts_problem LIKE 'vLLM time without a year%') "
+                       "FROM audit_parsed WHERE ts_problem IS NOT NULL GROUP BY file_id ORDER BY file_id").fetchall()
+    by_id = {p.file_id: p for p in plans}
+    for fid, naive, no_year in rows:
+        plan = by_id.get(fid)
+        if plan is None:
+            continue
+        where = f"node {plan.node.name} in the inventory" if plan.node else "this file's node in an inventory"
+        if naive is not None:
+            raise InputError("start-up log times are host-local (no offset) and no source time zone was given",
+                             path=plan.label, line=naive,
+                             hint=f"pass --source-tz (an IANA name such as America/Chicago, or +02:00) or set source_tz for {where}")
+        if no_year is not None:
+            raise InputError("vLLM log times carry no year", path=plan.label, line=no_year,
+                             hint=f"pass --year or set year for {where}")
+
+
+_FILE_MAP_COLUMNS = ["file_id", "path", "size_bytes", "sha256", "skipped", "lines_read", "too_long", "inv_node",
+                     "inv_match", "inv_role", "inv_version", "inv_engine", "inv_deployment", "inv_env_deferred",
+                     "inv_env_batch_cap", "inv_advertised_context", "inv_block_size", "file_node", "file_node_source",
+                     "file_role", "source_tz", "year"]
 
 
 def _insert_file_map(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], counts: dict[int, _Counts]) -> None:
@@ -270,7 +289,7 @@ def _insert_file_map(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], coun
                      n.env.get("SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES") if n else None,
                      n.advertised_context if n else None, n.block_size if n else None,
                      p.file_node, p.file_node_source, p.file_role, p.tz_text, p.year))
-    con.executemany("INSERT INTO audit_file_map VALUES (" + ", ".join("?" * 22) + ")", rows)
+    _insert_rows(con, "audit_file_map", _FILE_MAP_COLUMNS, rows)
 
 
 def _insert_rules(con: duckdb.DuckDBPyConnection) -> None:
