@@ -83,8 +83,9 @@ CREATE OR REPLACE MACRO kvir_ts_kind(s) AS CASE
         THEN 'offset'
     ELSE 'unknown' END;
 
+-- false (never NULL) for a missing time, so `NOT kvir_in_range(ts)` also catches NULL
 CREATE OR REPLACE MACRO kvir_in_range(u) AS
-    u >= TIMESTAMPTZ '1990-01-01 00:00:00+00' AND u < TIMESTAMPTZ '2100-01-01 00:00:00+00';
+    coalesce(u >= TIMESTAMPTZ '1990-01-01 00:00:00+00' AND u < TIMESTAMPTZ '2100-01-01 00:00:00+00', false);
 
 -- Minutes east of UTC in force at every instant of local hour h, or NULL when a DST transition lies
 -- within 7 hours of it (then each time in that hour takes the exact path).

@@ -374,7 +374,9 @@ def _variant(src: Source) -> str:
 
 
 def _build_requests(case: Case, sources: list[Source], opts: IngestOptions | None = None) -> None:
-    merged = len(sources) > 1 or any(s.format.name.startswith("sglang") for s in sources) or \
+    # one record per request only for generic mapped sources; every log format can hold several
+    # records of one request (received/finished, PD copies, retries, overlapping pages)
+    merged = len(sources) > 1 or any(not s.format.name.startswith("generic") for s in sources) or \
         any("bootstrap_room" in s.columns for s in sources)
     case.run("case/requests_merged" if merged else "case/requests_direct")
     if merged:
@@ -608,8 +610,10 @@ def _register_csv_mapped(case: Case, src: Source) -> pa.Table:
     good = con.sql(f"SELECT row_number() OVER () AS n, NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, {proj} "
                    f"FROM {read}", params={"p": path, "rt": rt, "rs": rs}).to_arrow_table()
     con.register(f"{name}_good", good)
+    # DuckDB stores one error per bad column: one rejected record per line (its first error)
     con.execute(f"CREATE OR REPLACE TEMP TABLE {name}_rej AS SELECT line::BIGINT AS line_no, "
-                f"error_type || ': ' || left(error_message, 120) AS _problem, csv_line AS _raw FROM {rt}")
+                f"arg_min(error_type || ': ' || left(error_message, 120), column_idx) AS _problem, "
+                f"any_value(csv_line) AS _raw FROM {rt} GROUP BY line")
     tbl = con.sql(f"""
         WITH total AS (SELECT (SELECT count(*) FROM {name}_good) + (SELECT count(*) FROM {name}_rej) AS n),
         free AS (SELECT l AS line_no, row_number() OVER (ORDER BY l) AS k

@@ -24,7 +24,8 @@ fields AS (
     SELECT p.*,
         coalesce(nullif(kvir_text(p.j.msec), '-'), nullif(kvir_text(p.j.time_iso8601), '-'), nullif(kvir_text(p.j.time_local), '-')) AS time_text,
         coalesce(kvir_parse_ts(nullif(kvir_text(p.j.msec), '-'), NULL, 0),
-                 kvir_parse_ts(nullif(kvir_text(p.j.time_iso8601), '-'), NULL, NULL),
+                 CASE WHEN kvir_ts_kind(nullif(kvir_text(p.j.time_iso8601), '-')) = 'offset'
+                      THEN kvir_parse_ts(nullif(kvir_text(p.j.time_iso8601), '-'), NULL, NULL) END,
                  TRY_CAST(try_strptime(nullif(kvir_text(p.j.time_local), '-'), '%d/%b/%Y:%H:%M:%S %z') AS TIMESTAMPTZ)) AS t_log,
         TRY_CAST(nullif(kvir_text(p.j.request_time), '-') AS DOUBLE) AS request_time_s,
         TRY_CAST(TRY_CAST(nullif(kvir_text(p.j.status), '-') AS DOUBLE) AS INTEGER) AS status,
@@ -52,6 +53,8 @@ judged AS (
             WHEN NOT coalesce(kvir_is_generation_path(f.path), true)
                 THEN 'not a generation request: ' || coalesce(f.method, '?') || ' ' || left(split_part(f.path, '?', 1), 60)
             WHEN f.time_text IS NULL THEN 'missing field: msec / time_iso8601 / time_local'
+            WHEN f.t_log IS NULL AND kvir_ts_kind(f.time_text) = 'naive'
+                THEN 'time without its offset (nginx writes $time_iso8601 with one): ' || left(f.time_text, 40)
             WHEN f.t_log IS NULL OR NOT kvir_in_range(f.t_log)
                 THEN coalesce(kvir_ts_problem(f.time_text, f.t_log, NULL, NULL), 'unparseable timestamp: ' || left(f.time_text, 40))
             WHEN f.status IS NULL THEN 'missing field: status'

@@ -54,7 +54,7 @@ fields AS (
         TRY_CAST(kvir_otlp_attr(a.a, 'http.response.status_code') AS INTEGER) AS http_code,
         kvir_parse_ts(a.start_ns, NULL, 0) AS ts0,
         kvir_parse_ts(a.end_ns, NULL, 0) AS ts1,
-        len(list_filter(CAST(json_extract(a.a, '$[*].key') AS VARCHAR[]), lambda k: starts_with(k, 'gen_ai.'))) > 0 AS is_genai
+        coalesce(len(list_filter(json_extract_string(a.a, '$[*].key'), lambda k: starts_with(k, 'gen_ai.'))), 0) > 0 AS is_genai
     FROM attrs AS a
 ),
 span_rows AS (

@@ -34,6 +34,7 @@ parsed AS (
 ),
 fields AS (
     SELECT p.source_id, p.line_no, p.line_bytes, p.raw_text, p.j IS NOT NULL AS is_json,
+        p.j IS NULL AND starts_with(ltrim(p.text), '{') AS bad_json,
         CASE WHEN p.j IS NOT NULL THEN p.j.timestamp ELSE nullif(p.t.stamp, '') END AS stamp,
         CASE WHEN p.j IS NOT NULL THEN coalesce(p.j.message, p.j.fields.message) ELSE p.t.rest END AS msg,
         CASE WHEN p.j IS NOT NULL THEN coalesce(p.j.span.method, p.j.fields.method)
@@ -62,6 +63,7 @@ judged AS (
         CASE
             WHEN t.line_bytes > t.max_line_bytes THEN 'bad'
             WHEN trim(t.text) = '' THEN 'skip'
+            WHEN t.bad_json THEN 'bad'
             WHEN t.event IS DISTINCT FROM 'end' THEN 'skip'
             WHEN NOT coalesce(kvir_is_generation_path(t.uri), true) THEN 'skip'
             WHEN t.rid IS NULL OR t.status IS NULL OR t.latency_s IS NULL OR NOT kvir_in_range(t.ts_end0) THEN 'bad'
@@ -69,6 +71,7 @@ judged AS (
         CASE
             WHEN t.line_bytes > t.max_line_bytes THEN 'line longer than ' || t.max_line_bytes || ' bytes'
             WHEN trim(t.text) = '' THEN 'blank line'
+            WHEN t.bad_json THEN kvir_json_problem(t.text, t.line_bytes, t.max_line_bytes)
             WHEN t.event = 'start' THEN 'router start line (the end line is the request)'
             WHEN t.event IS NULL AND t.stamp IS NULL AND NOT t.is_json THEN 'other log line (no timestamp prefix)'
             WHEN t.event IS NULL THEN 'other router line'

@@ -53,21 +53,26 @@ def shape_of(path: Path) -> str:
 
 def records_input(case: "Case", group: list["Source"], opts: "IngestOptions",
                   on_bytes: Callable[[int], None] | None = None) -> pa.RecordBatchReader:
-    """The records of every file in the group as one stream, each row tagged with its source_id."""
+    """The records of every file in the group as one stream, each row tagged with its source_id.
+    Documents and CSV files are read first (DuckDB reads them, and a connection cannot run a query
+    while it feeds another); NDJSON files are streamed as the adapter consumes them."""
+    shapes = {src.source_id: shape_of(src.paths[0]) for src in group}
+    tables: dict[int, pa.Table] = {}
+    for src in group:
+        if shapes[src.source_id] == "csv":
+            tables[src.source_id] = _csv_records(case, src).cast(RECORD_SCHEMA)
+        elif shapes[src.source_id] != "ndjson":
+            tables[src.source_id] = _document_records(case, src, shapes[src.source_id]).cast(RECORD_SCHEMA)
+
     def batches() -> Iterator[pa.RecordBatch]:
         for src in group:
-            shape = shape_of(src.paths[0])
-            if shape == "ndjson":
-                for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
-                    yield _tagged(b, src.source_id)
+            if src.source_id in tables:
+                if on_bytes is not None:
+                    on_bytes(sum(p.stat().st_size for p in src.paths))
+                yield from tables[src.source_id].to_batches()
                 continue
-            if shape == "csv":
-                tbl = _csv_records(case, src)
-            else:
-                tbl = _document_records(case, src, shape)
-            if on_bytes is not None:
-                on_bytes(sum(p.stat().st_size for p in src.paths))
-            yield from tbl.cast(RECORD_SCHEMA).to_batches()
+            for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
+                yield _tagged(b, src.source_id)
     return pa.RecordBatchReader.from_batches(RECORD_SCHEMA, batches())
 
 
@@ -117,8 +122,10 @@ def _csv_records(case: "Case", src: "Source") -> pa.Table:
     try:
         good = con.sql(f"SELECT row_number() OVER () AS k, to_json(c)::VARCHAR AS line FROM {read} AS c",
                        params=params).to_arrow_table()
-        rej = con.sql(f"SELECT line::BIGINT AS line_no, csv_line AS raw, "
-                      f"'CSV ' || error_type || ': ' || left(error_message, 120) AS problem FROM {rt}").to_arrow_table()
+        # DuckDB stores one error per bad column: one rejected record per line (its first error)
+        rej = con.sql(f"SELECT line::BIGINT AS line_no, any_value(csv_line) AS raw, "
+                      f"arg_min('CSV ' || error_type || ': ' || left(error_message, 120), column_idx) AS problem "
+                      f"FROM {rt} GROUP BY line").to_arrow_table()
     except Exception as e:  # noqa: BLE001
         return pa.table({"source_id": pa.array([src.source_id], pa.int32()), "line_no": pa.array([1], pa.int64()),
                          "line": pa.array([""], pa.string()), "line_bytes": pa.array([0], pa.int64()),

@@ -63,8 +63,26 @@ def first_record(lines: list[str]) -> dict[str, Any] | None:
                 pass
         return _first_object_of_pretty_array(text)
     if text.startswith("{"):
-        return None
+        return _record_of_pretty_document(text)
     return csv_header(lines)
+
+
+def _record_of_pretty_document(text: str) -> dict[str, Any] | None:
+    """A pretty-printed JSON object: the first record under a records key, or the object itself."""
+    try:
+        v = json.loads(text)
+    except ValueError:
+        v = None
+    if isinstance(v, dict):
+        return first_record([json.dumps(v)])
+    m = re.search(r'"(?:result|data|logs|items|rows|records|observations|requests)"\s*:\s*\[\s*(?=\{)', text)
+    if m:
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(text[m.end():])
+            return obj if isinstance(obj, dict) else None
+        except ValueError:
+            return None
+    return None
 
 
 def _first_object_of_pretty_array(text: str) -> dict[str, Any] | None:
