@@ -219,3 +219,18 @@ def test_a_failing_document_is_reported_not_written_as_valid(tmp_path, small_cas
     assert (dst / "reports/osv/x_KVIR-2026-0001.errors.txt").read_text() == "id: broken\n"
     assert any("FAILED validation" in w for w in r.warnings)
     assert "INVALID" in r.index.read_text()
+
+
+def test_a_case_without_affected_responses_renders(tmp_path):
+    import fleet
+
+    from kvir.triage_run import triage
+
+    spec = fleet.write_fleet(tmp_path / "fleet")
+    spec.write_text(spec.read_text().replace("pool_tokens = 681280", "pool_tokens = 2000000")
+                    .replace("context_tokens = 1048576", "context_tokens = 4000000"))
+    triage(spec, [], out=tmp_path / "case").case.close()
+    r = report(tmp_path / "case", only=["public-report", "notices", "csaf", "osv", "cve", "gdpr"])
+    assert r.ok and r.model.counts.affected == 0
+    assert "**0 responses** were affected" in (tmp_path / "case/reports/public_report.md").read_text()
+    assert not any(a.path.startswith("notices/") for a in r.artifacts)

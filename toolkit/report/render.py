@@ -199,21 +199,22 @@ class _Renderer:
             return Markup(f"![{md_escape(f.title)}]({src})\n\n*{md_escape(f.caption)}*")
         return fig
 
-    def prose(self, template: str, stem: str, group: str, title: str, kind_title: str, **ctx: Any) -> None:
+    def prose(self, template: str, stem: str, group: str, title: str, kind_title: str, link_title: str = "",
+              **ctx: Any) -> None:
         """A prose document: Markdown from its template; HTML = that Markdown converted, in document.html.j2."""
         depth = stem.count("/")
         root = "../" * depth
         t = self.md_env.get_template(template)
         if self.md:
             text = t.render(m=self.m, gen=self.gen(root), figure=self.figure(False, root), **ctx)
-            self.write(f"{stem}.md", text, group, title, "Markdown")
+            self.write(f"{stem}.md", text, group, link_title or title, "Markdown")
         if self.html:
             text = t.render(m=self.m, gen=self.gen(root), figure=self.figure(True, root), **ctx)
             text = re.sub(r"\A\s*# [^\n]*\n", "", text)   # the page header already shows the title
             page = self.html_env.get_template("document.html.j2").render(
                 m=self.m, gen=self.gen(root), css=self.css, doc_kind=kind_title, doc_title=title,
                 body=md_to_html(text))
-            self.write(f"{stem}.html", page, group, title, "HTML")
+            self.write(f"{stem}.html", page, group, link_title or title, "HTML")
 
     # -- artifacts ------------------------------------------------------------------------------------
     def timeline(self) -> None:
@@ -244,23 +245,25 @@ class _Renderer:
         for a in self.m.notifiable_accounts:
             stem = f"notices/affected/{slug(a.account_id)}"
             title = f"Notice to account {a.account_id}"
+            link = f"{a.account_id}" + (f" ({a.label})" if a.label else "") + f": {a.affected:,} affected"
             self.prose("notice_affected.md.j2", stem, "Customer notices (affected accounts)", title,
-                       "Processor-to-controller notice", a=a)
+                       "Processor-to-controller notice", link_title=link, a=a)
             self.write(stem + ".csv", _csv(["account_id", "request_id", "ts", "prompt_tokens", "http_status"],
                                            [[a.account_id, r.request_id, iso(r.ts), r.prompt_tokens, r.http_status]
                                             for r in a.responses]),
-                       "Customer notices (affected accounts)", title + " (requests)", "CSV")
+                       "Customer notices (affected accounts)", link, "CSV")
         if self.m.replay is None:
             return
         for s in self.m.replay.sources:
             stem = f"notices/source/{slug(s.account_id)}"
-            title = f"Notice to account {s.account_id} (its data reached another response)"
+            title = f"Notice to account {s.account_id}: its data reached another response"
+            link = f"{s.account_id}: {s.source_requests:,} request(s) reached {s.reader_responses:,} response(s)"
             self.prose("notice_source.md.j2", stem, "Customer notices (source accounts)", title,
-                       "Processor-to-controller notice", s=s)
+                       "Processor-to-controller notice", link_title=link, s=s)
             self.write(stem + ".csv", _csv(["account_id", "request_id", "ts", "reached_responses", "tokens"],
                                            [[s.account_id, r.request_id, iso(r.ts), r.reached_responses, r.tokens]
                                             for r in s.requests]),
-                       "Customer notices (source accounts)", title + " (requests)", "CSV")
+                       "Customer notices (source accounts)", link, "CSV")
 
     def machine(self, which: str, template: str, rel: str, title: str, standard: str) -> dict[str, Any] | None:
         x = machine_values(self.m)
