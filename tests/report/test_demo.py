@@ -18,7 +18,8 @@ def demo_reports(tmp_path_factory):
         from kvir.demo_run import demo
     except ImportError as e:
         pytest.skip(f"kvir demo is not available in this build: {e}")
-    result = demo(tmp_path_factory.mktemp("demo") / "out", progress=False)
+    # fewer background requests and replays than the default demo: the incident (155 responses) is the same
+    result = demo(tmp_path_factory.mktemp("demo") / "out", requests=8000, replay_limit=4, progress=False)
     reports = result.case / "reports"
     assert (reports / "index.html").exists(), result.stages.get("report")
     return reports
