@@ -188,7 +188,7 @@ def _server_args(path: Path) -> tuple[str | None, str | None, int | None]:
 
 
 _GENERIC_STEMS = {"server", "requests", "request", "stdout", "stderr", "output", "log", "logs", "app", "engine",
-                  "access", "current", "latest"}
+                  "access", "current", "latest", "api_server", "vllm"}
 
 
 def _node_from_name(path: Path) -> str:

@@ -1,0 +1,104 @@
+"""`--format auto` per file, `kvir formats`, and a folder mixing every format through the CLI."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvir.errors import InputError
+from kvir.formats import FORMATS
+from kvir.ingest import sniff
+
+from ..conftest import spec_text
+from .expected import AFFECTED, AGGREGATE, COUNTS, FIXTURES, FORMAT_OF, POSSIBLY_AFFECTED, SOURCES_TOML, counts_of
+
+
+@pytest.mark.parametrize("rel", sorted(COUNTS))
+def test_auto_picks_the_format_of_every_fixture(rel):
+    fmt, how = sniff(FIXTURES / rel)
+    assert fmt.name == FORMAT_OF[rel.split("/")[0]]
+    assert how.startswith("sniffed: " + fmt.name) and "tried:" in how
+
+
+def test_a_file_matching_no_format_names_the_formats_tried(tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("dear diary,\nnothing here is a request log\n")
+    with pytest.raises(InputError) as e:
+        sniff(p)
+    msg = str(e.value)
+    assert "matches no known format" in msg and str(p) in msg
+    for name in FORMATS:
+        if FORMATS[name].sniff is not None:
+            assert name in msg
+
+
+def test_kvir_formats_lists_every_format_with_what_it_needs():
+    out = subprocess.run([sys.executable, "-m", "kvir.cli", "formats"], capture_output=True, text=True, check=True,
+                         env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"}).stdout
+    rows: dict[str, list[list[str]]] = {}   # a table row wraps over several lines: gather each cell's text
+    current = None
+    for line in out.splitlines():
+        if not line.startswith("│"):
+            continue
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if cells[0]:
+            current = cells[0]
+            rows[current] = [[] for _ in cells]
+        for i, c in enumerate(cells):
+            rows[current][i].append(c)
+    lines = {k: " | ".join(" ".join(" ".join(parts).split()) for parts in cols) for k, cols in rows.items()}
+    for name, f in FORMATS.items():
+        assert name in lines, name
+        row = lines[name]
+        if "source_tz" in f.needs:
+            assert "--source-tz" in row
+        if f.times_utc:
+            assert "UTC by definition" in row
+    assert "--year" in lines["vllm"]
+    assert "candidates" in lines["sglang-router"] and "aggregate bounds only" in lines["prometheus"]
+
+
+def _mixed_folder(tmp_path: Path) -> Path:
+    d = tmp_path / "evidence"
+    for folder in FORMAT_OF:
+        shutil.copytree(FIXTURES / folder, d / folder)
+    # per-source zones for the host-local formats; paths are relative to the spec, which lives outside the
+    # evidence folder (every file in it is read as a log)
+    (tmp_path / "incident.toml").write_text(spec_text("public", SOURCES_TOML.replace('path = "', 'path = "evidence/')))
+    return d
+
+
+def test_cli_triage_format_auto_on_a_folder_mixing_every_format(tmp_path):
+    d = _mixed_folder(tmp_path)
+    case = tmp_path / "case"
+    proc = subprocess.run([sys.executable, "-m", "kvir.cli", "triage", str(d), "--incident", str(tmp_path / "incident.toml"),
+                           "--out", str(case), "--format", "auto", "--hash", "none", "--json"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    # every file: its format (sniffed, and said so) and a complete account read = parsed + quarantined
+    assert len(result["sources"]) == len(COUNTS)
+    got = {}
+    for s in result["sources"]:
+        rel = Path(s["label"]).relative_to(d).as_posix()
+        assert s["read"] == s["parsed"] + s["quarantined"]
+        assert s["format"] == FORMAT_OF[rel.split("/")[0]]
+        assert s["chosen_by"].startswith("sniffed: " + s["format"])
+        got[rel] = (s["read"], s["requests"], s["skipped"], s["quarantined"])
+    assert got == COUNTS
+    # the affected set is the union of every format's, worked out by hand
+    import pyarrow.parquet as pq
+
+    affected = set(pq.read_table(case / "affected.parquet").column("request_id").to_pylist())
+    assert affected == set().union(*AFFECTED.values())
+    summary = result["summary"]
+    assert summary["affected"] == len(affected)
+    assert summary["possibly_affected"] == len(POSSIBLY_AFFECTED)
+    assert (summary["aggregate_lower"], summary["aggregate_upper"]) == tuple(map(sum, zip(*AGGREGATE.values())))
+    # the summary on stderr says how each input was read
+    assert "How each input was read" in proc.stderr and "sniffed" in proc.stderr
+    assert "Aggregate finding (not request-level evidence)" in proc.stderr
