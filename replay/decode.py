@@ -40,6 +40,7 @@ class DecodeState:
     foreign_reads: int = 0                         # check failures the kernel still read (count mode)
     masked: int = 0                                # check failures the kernel masked
     steps: list[StepRecord] = field(default_factory=list)
+    writers: tuple[np.ndarray, np.ndarray] | None = None   # (unique writers, inverse) of the prompt range
 
 
 class DecodeWorker:
@@ -114,7 +115,6 @@ class DecodeWorker:
         pool, ledger, dims = self.node.pool, self.node.ledger, self.model.dims
         owners = torch.tensor([st.uid], dtype=torch.int64, device=pool.device)
         check = None if check_mode is None else OwnerCheck(pool.page_owner, pool.page_epoch, pool.slot_stamp, owners, check_mode)
-        prompt_writers = None
         for t in range(1, n_steps + 1):
             step = next_step()
             pos = st.seq_len
@@ -154,19 +154,21 @@ class DecodeWorker:
             d = self.model.decode_step(token_in, pos, t, attend)
             outs.append(d.token)
             if attribution:
-                if prompt_writers is None:
-                    prompt_writers = ledger.writer[table.slots(0)[: st.prompt_len].cpu().numpy()]
-                st.steps.append(self._record(st, t, d.token, torch.stack(layer_p).mean(0).numpy(), prompt_writers, table))
+                if st.writers is None:      # the prompt range's writers do not change while decoding
+                    w = ledger.writer[self.node.slots(st.pages, 0, st.prompt_len).cpu().numpy()]
+                    st.writers = np.unique(w, return_inverse=True)
+                st.steps.append(self._record(st, t, d.token, torch.stack(layer_p).mean(0).numpy(), table))
         return outs
 
-    def _record(self, st: DecodeState, t: int, token: int, p: np.ndarray, writers: np.ndarray, table: PageTable) -> StepRecord:
+    def _record(self, st: DecodeState, t: int, token: int, p: np.ndarray, table: PageTable) -> StepRecord:
         L = st.prompt_len
-        uniq, inv = np.unique(writers, return_inverse=True)
+        assert st.writers is not None
+        uniq, inv = st.writers
         m = np.bincount(inv, weights=p[:L], minlength=uniq.size)
         mass = {int(u): float(x) for u, x in zip(uniq.tolist(), m.tolist())}
         mass[st.uid] = mass.get(st.uid, 0.0) + float(p[L:].sum())
         j = int(np.argmax(p))
-        slot = int(table.slots(0)[j])
+        slot = int(self.node.slots(st.pages, j, 1)[0])
         return StepRecord(t, token, j, int(self.node.ledger.writer[slot]), int(self.node.ledger.token[slot]), mass)
 
 

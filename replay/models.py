@@ -25,7 +25,7 @@ from typing import Callable
 import torch
 
 from .config import ModelDims
-from .kernels import POS_BITS, posenc
+from .kernels import POS_BITS, pos_scores, posenc
 
 Attend = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor]
 
@@ -222,7 +222,7 @@ class RecallModel(ReplayModel):
     def prefill(self, tokens: torch.Tensor) -> PrefillOut:
         k, v = self.kv(tokens)
         # the first output token: step 0's query over the prompt, densely (positions 0..n-1)
-        s = (self.pos_query(0, tokens.device).double() @ posenc(torch.arange(tokens.numel(), device=tokens.device)).double().T)[0]
+        s = pos_scores(self.pos_query(0, tokens.device).double(), 0, tokens.numel())[0]
         o = torch.softmax(s, -1) @ v[0, :, 0].double()
         logits = self.unembed(o)
         return PrefillOut(k, v, int(torch.argmax(logits)), logits)

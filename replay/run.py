@@ -152,6 +152,8 @@ def _replay_segment(seg: Segment, rows: dict[str, _Row], limits: LimitsSource, m
         pre = scale_limits(NodeLimits(pre_o.pool_tokens, pre_o.context_len, dec_o.page_size, source=pre_o.source), f)
         L = scale_length(lr.prompt_tokens, thresholds(pre_o, dec_o), thresholds(pre, dec), f)
         c = lr.completion_tokens if f == 1.0 or lr.completion_tokens == 0 else max(1, int(round(lr.completion_tokens * f)))
+        if lr.is_target:     # scaling shrinks the KV footprint, never the decode steps that show the leak
+            c = max(c, min(lr.completion_tokens, max_steps + 1))
         reqs[lr.request_id] = ReplayRequest(lr.request_id, L, c, lr.account_id,
                                             decode_steps=max_steps if lr.is_target else 0, prefill_limits=pre)
         if pre_max is None or pre.pool_tokens > pre_max.pool_tokens:
