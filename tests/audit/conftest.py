@@ -36,9 +36,10 @@ def logdir(tmp_path: Path):
 
 @pytest.fixture(scope="session")
 def fleet(tmp_path_factory) -> Path:
-    """The simulated reference fleet (kvir simulate, default size), written once per session."""
+    """The simulated reference fleet (kvir simulate; 10,000 requests: the 155 exposed ones and the restarts
+    are the same at every size), written once per session."""
     from kvir import simulate
 
     out = tmp_path_factory.mktemp("fleet") / "fleet"
-    simulate(out)
+    simulate(out, requests=10_000)
     return out
