@@ -142,3 +142,12 @@ def test_inventory_ambiguous_glob(tmp_path):
     f = write(tmp_path / "x1.log", POOL)
     with pytest.raises(InputError, match="listed under several inventory nodes: a, b"):
         audit([f], inventory=inv, source_tz="UTC")
+
+
+def test_rotated_copies_are_one_node_and_one_start(tmp_path):
+    start = ("[2026-09-01 10:00:00] server_args=ServerArgs(model_path='m', context_length=131072)\n" + POOL + "\n")
+    write(tmp_path / "decode-3/server.log", start + "[2026-09-02 10:01:02 TP0] " + POOL.split("] ", 1)[1].replace("262144", "300000"))
+    (tmp_path / "decode-3/server.log.1.gz").write_bytes(gzip.compress(start.encode()))
+    r = audit([tmp_path], source_tz="UTC")
+    assert set(r.files["node"]) == {"decode-3"}
+    assert r.node_configs["pool_tokens"].tolist() == [262_144, 300_000]      # the copied start is kept once

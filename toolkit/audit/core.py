@@ -70,12 +70,15 @@ def resolve_files(paths: list[str | Path]) -> list[Path]:
     return [f for f, _ in resolve_paths(list(paths), None)]
 
 
+_SUFFIX = re.compile(r"\.(?:gz|zst|zstd|log|txt|out|err|jsonl|ndjson|json|csv|\d+)$", re.IGNORECASE)
+
+
 def _node_from_file(path: Path) -> tuple[str, str]:
+    """(node, how): the file name without extensions and rotation numbers (server.log.1.gz -> server), or
+    the folder's name when that is generic."""
     stem = path.name
-    for suffix in (".gz", ".zst", ".zstd", ".log", ".txt", ".out", ".err", ".jsonl", ".ndjson", ".json", ".csv"):
-        if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
-    stem = re.sub(r"\.\d+$", "", stem)          # rotated: server.log.1
+    while (shorter := _SUFFIX.sub("", stem)) != stem and shorter:
+        stem = shorter
     if stem.lower() in _GENERIC_STEMS and path.parent.name:
         return path.parent.name, "folder name"
     return stem, "file name"

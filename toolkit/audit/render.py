@@ -14,6 +14,7 @@ from rich.table import Table
 
 from .rules import FIXED_SGLANG, SEVERITIES
 
+MAX_PROBLEM_ROWS = 12
 _SEV_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan"}
 
 
@@ -138,11 +139,13 @@ def print_audit(result, console=None, current_only: bool = False) -> None:
         pt = Table(title="Inputs with problems (see audit_problems)", title_justify="left")
         for c in ("file", "lines", "recognised", "truncated", "time problems", "too long", "note"):
             pt.add_column(c, overflow="fold")
-        for r in files.to_dict("records"):
-            if r["note"] is None and not r["truncated"] and not r["ts_problems"] and not r["too_long"]:
-                continue
+        shown = [r for r in files.to_dict("records")
+                 if _v(r["note"]) != "-" or r["truncated"] or r["ts_problems"] or r["too_long"]]
+        for r in shown[:MAX_PROBLEM_ROWS]:
             pt.add_row(escape(_short(r["path"])), f"{int(r['lines_read']):,}", f"{int(r['recognised']):,}",
                        str(r["truncated"]), str(r["ts_problems"]), str(r["too_long"]), escape(_v(r["note"])))
+        if len(shown) > MAX_PROBLEM_ROWS:
+            pt.add_row(f"... and {len(shown) - MAX_PROBLEM_ROWS} more file(s)", "", "", "", "", "", "see audit_problems")
         out.print(pt)
 
 
