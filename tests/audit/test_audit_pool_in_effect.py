@@ -107,3 +107,18 @@ def test_node_exposure_from_node_configs(both):
     assert a["ended_by"] == "restart with pool 2,042,880 >= context 1,048,576"
     assert (b["node"], b["state"], str(b["exposed_from"])) == ("prefill-b", "exposed", "2026-08-28 00:00:00+00:00")
     assert b["exposed_until"] is None or str(b["exposed_until"]) in ("NaT", "None")   # still exposed
+
+
+def test_triage_cli_startup_option(fleet_dir, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from kvir.cli import app
+
+    r = CliRunner().invoke(app, ["triage", str(fleet_dir / "engine"), "--incident", str(fleet_dir / "incident.toml"),
+                                 "--out", str(tmp_path / "case"), "--source-tz", "UTC", "--served-model",
+                                 "zai-org/GLM-5.3", "--startup", str(fleet_dir / "startup"), "--json", "-q"])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)["summary"]
+    assert s["affected"] == 5 and "pool in effect" in s["threshold"]

@@ -163,9 +163,9 @@ _SCHEMA = pa.schema([("file_id", pa.int32()), ("line_no", pa.int64()), ("line", 
 
 
 class _Stream:
-    """The numbered text lines (VARCHAR, no terminator: kvir.lines text mode) of several files as one
-    stream tagged with file_id, counting lines and
-    over-long lines per batch (vectorised) and remembering which file is being read (for errors)."""
+    """The numbered text lines (VARCHAR without terminator: kvir.lines text mode) of several files as one
+    stream tagged with file_id; counts lines and over-long lines per batch (vectorised) and remembers
+    which file is being read (for errors)."""
 
     def __init__(self, plans: list[FilePlan], max_line_bytes: int, on_bytes=None):
         self.plans, self.max_line_bytes, self.on_bytes = plans, max_line_bytes, on_bytes
