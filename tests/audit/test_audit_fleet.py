@@ -115,5 +115,10 @@ def test_triage_with_pool_in_effect_gives_the_same_155(fleet, truth, tmp_path):
         last = res.case.df("SELECT prefill_node, max(ts) AS last FROM affected GROUP BY ALL").set_index("prefill_node")
         for node, fixed_at in truth["prefill_fixed_at"].items():
             assert last.loc[node, "last"] < pd.Timestamp(fixed_at)
+        # the case also says, node by node, when each prefill node stopped being exposed
+        ne = res.case.df("SELECT node, exposed_until FROM node_exposure WHERE state = 'exposed'").set_index("node")
+        assert {n: ne.loc[n, "exposed_until"] for n in ne.index} == \
+            {n: pd.Timestamp(t) for n, t in truth["prefill_fixed_at"].items()}
+        assert res.case.manifest["audit"]["inventory"].endswith("inventory.toml")
     finally:
         res.case.close()
