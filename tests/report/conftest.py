@@ -3,18 +3,14 @@ with hand-made audit and replay rows, rendered once per session; and the same ca
 replay (stages not run)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+from kvir import triage
+from kvir.report import report
 
-import fleet  # noqa: E402
-
-import kvir  # noqa: E402
-from kvir.report import report  # noqa: E402
-from kvir import triage  # noqa: E402
+from . import fleet
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 

@@ -4,7 +4,7 @@ images and inline styles)."""
 from __future__ import annotations
 
 import pytest
-from browser import external_refs, open_page
+from .browser import external_refs, open_page
 
 PAGES = ["index.html", "timeline.html", "public_report.html", "postmortem.html", "advisory.html", "gdpr_art33.html"]
 

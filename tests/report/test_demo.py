@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from browser import external_refs, open_page
+from .browser import external_refs, open_page
 
 DAY = [("13:22", "Incident declared"), ("14:00", "Model made private"), ("14:35", "Root cause found"),
        ("14:52", "All prefill nodes on the fixed config"), ("19:40", "Model public again")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from fleet import EXPECTED, FORMULA, XSS
+from .fleet import EXPECTED, FORMULA, XSS
 
 import kvir
 from kvir.errors import KvirError

@@ -10,7 +10,7 @@ import json
 import re
 
 import pytest
-from fleet import EXPECTED, FORMULA, REQUESTS, XSS
+from .fleet import EXPECTED, FORMULA, REQUESTS, XSS
 
 from kvir.errors import KvirError
 from kvir.report import ARTIFACTS, report
@@ -222,7 +222,7 @@ def test_a_failing_document_is_reported_not_written_as_valid(tmp_path, small_cas
 
 
 def test_a_case_without_affected_responses_renders(tmp_path):
-    import fleet
+    from . import fleet
 
     from kvir.triage_run import triage
 

@@ -7,7 +7,7 @@ import io
 import json
 import shutil
 
-from fleet import EXPECTED
+from .fleet import EXPECTED
 
 import kvir
 from kvir.report import build_model
