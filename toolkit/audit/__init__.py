@@ -1,6 +1,7 @@
 """`kvir audit`: every node's KV pool against its context, its build and its safety flags.
 
-    result = kvir.audit(["fleet/engine/"], inventory="fleet/inventory.toml")
+    import kvir.audit
+    result = kvir.audit.audit(["fleet/engine/"], inventory="fleet/inventory.toml")
     result.node_configs      # pandas: one row per node start (pool, context, limits, flags, evidence)
     result.findings          # pandas: rule_id, severity, status (fail | unknown), node, message, fix, evidence
     result.runtime_indicators
@@ -12,7 +13,6 @@ inputs (size, SHA-256) and the queries that ran. `load_node_configs(case, paths,
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,20 +160,3 @@ def _export(case) -> None:
     for t in ("node_configs", "findings", "runtime_indicators", "node_exposure"):
         write_csv(case.con, t, case.path / f"{t}.csv")
 
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=2, default=str)
-
-
-# `kvir.audit` is this package once imported, and the lead's API also calls `kvir.audit(paths, ...)`:
-# make the module callable so both spellings work.
-import sys as _sys
-import types as _types
-
-
-class _CallableModule(_types.ModuleType):
-    def __call__(self, *args: Any, **kwargs: Any) -> AuditResult:
-        return audit(*args, **kwargs)
-
-
-_sys.modules[__name__].__class__ = _CallableModule
