@@ -99,3 +99,20 @@ def test_gdpr_clock(rendered):
     assert iso(m.gdpr_deadline) == EXPECTED["deadline"]
     assert m.gdpr_late is True       # notified 2026-09-13T10:00Z, after the deadline
     assert m.disclosure.notified_at == dt.datetime(2026, 9, 13, 10, tzinfo=dt.timezone.utc)
+
+
+def test_incident_option_refreshes_hand_events(tmp_path, small_case):
+    import shutil
+
+    from kvir.report import report
+
+    dst = tmp_path / "case"
+    shutil.copytree(small_case, dst, ignore=shutil.ignore_patterns("reports"))
+    spec = tmp_path / "incident.toml"
+    original = (small_case.parent / "fleet" / "incident.toml").read_text()
+    spec.write_text(original.replace("[disclosure]", '[[events]]\nts = 2026-09-11T08:00:00Z\ntitle = "Supervisory '
+                                                     'authority notified"\nactor = "DPO"\ncategory = "regulatory"'
+                                                     '\n\n[disclosure]'))
+    r = report(dst, only=["timeline"], spec=spec)
+    titles = [e.title for e in r.model.timeline if e.origin == "hand"]
+    assert "Supervisory authority notified" in titles and len(titles) == 9
