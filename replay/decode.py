@@ -123,9 +123,9 @@ class DecodeWorker:
             st.seq_len = pos + 1
             token_in = outs[-1]
             # stamp and record the write first: the current token is attended by every layer
+            pool.touch(slot)                          # journal the page before anything on it changes
             pool.slot_stamp[slot] = pool.page_epoch[slot // self.node.page_size]
             s_np = slot.cpu().numpy()
-            pool._touch(slot)
             ledger.on_write(s_np, st.uid, np.array([pos], dtype=np.int32), np.array([token_in], dtype=np.int32),
                             step, self.node.alloc.epoch)
             table = self.table(st)

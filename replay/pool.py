@@ -79,7 +79,7 @@ class KVPool:
         """Write rows k, v ([layers, n, kv_heads, head_dim]) into `slots` and stamp them with the epoch of
         their page's current tenancy."""
         slots = slots.to(self.device, torch.int64)
-        self._touch(slots)
+        self.touch(slots)
         self.k.index_copy_(1, slots, k.to(self.device, self.dims.dtype))
         self.v.index_copy_(1, slots, v.to(self.device, self.dims.dtype))
         self.slot_stamp[slots] = self.page_epoch[slots // self.page_size]
@@ -90,7 +90,7 @@ class KVPool:
         """Overwrite slots with a constant or a broadcastable pattern (zeroing, NaN poison, sentinels).
         Fills do not stamp (the bytes are not a tenant's write) unless `stamp` is set."""
         slots = slots.to(self.device, torch.int64)
-        self._touch(slots)
+        self.touch(slots)
         shape = (self.dims.n_layers, slots.numel(), self.dims.n_kv_heads, self.dims.head_dim)
         kv = torch.as_tensor(k_value, dtype=self.dims.dtype, device=self.device).expand(shape)
         vv = torch.as_tensor(v_value, dtype=self.dims.dtype, device=self.device).expand(shape)
@@ -114,7 +114,8 @@ class KVPool:
         self._journals.append(j)
         return j
 
-    def _touch(self, slots: torch.Tensor) -> None:
+    def touch(self, slots: torch.Tensor) -> None:
+        """Save pre-images of the pages of `slots` into every open journal (call before changing them)."""
         if not self._journals:
             return
         pages = np.unique((slots // self.page_size).cpu().numpy())
