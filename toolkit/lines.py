@@ -10,7 +10,8 @@ chunk; no Python code runs per line. Each batch has:
     line        the line: BLOB with its newline (default), or with text=True a VARCHAR without its
                 terminator (\\n or \\r\\n), built as an Arrow string view straight over the chunk: no
                 copy of the text, no decode in SQL (empty when the line was too long)
-    line_bytes  BIGINT   the line's true length, terminator excluded
+    line_bytes  BIGINT   the line's true length, terminator excluded (in a chunk repaired for invalid
+                         UTF-8: the repaired length, each invalid sequence counting as the 3 bytes of U+FFFD)
     repaired    BOOLEAN  the chunk held invalid UTF-8 and this line may carry U+FFFD replacements
 
 gzip and zstd inputs are decompressed on the fly (detected by magic bytes, not by name).
@@ -112,6 +113,7 @@ def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit)
     line_no = 1
     carry = b""
     skipping = 0  # > 0: inside an over-long line; bytes of it seen so far (content dropped)
+    skip_cr = False  # the skipped bytes so far end with \r (of a \r\n split across chunks)
     while True:
         buf, got = _read_chunk(f, b"" if skipping else carry, chunk_bytes)
         if not got:
@@ -125,8 +127,10 @@ def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit)
             nl = buf.find(b"\n", 0, size)
             if nl < 0:
                 skipping += size
+                skip_cr = buf[size - 1] == 13
                 continue
-            yield emit(None, None, False, line_no, max_line_bytes, skipping + nl)
+            cr = buf[nl - 1] == 13 if nl > 0 else skip_cr     # the terminator is \r\n: not part of the length
+            yield emit(None, None, False, line_no, max_line_bytes, skipping + nl - cr)
             line_no += 1
             skipping = 0
             start = nl + 1
@@ -134,7 +138,7 @@ def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit)
         if last_nl < 0:
             rest = size - start
             if rest > max_line_bytes:
-                skipping, carry = rest, b""
+                skipping, carry, skip_cr = rest, b"", buf[size - 1] == 13
             else:
                 carry = bytes(buf[start:size])
             continue
@@ -144,9 +148,9 @@ def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit)
         line_no += batch.num_rows
         yield batch
         if len(carry) > max_line_bytes:
-            skipping, carry = len(carry), b""
-    if skipping:
-        yield emit(None, None, False, line_no, max_line_bytes, skipping)
+            skipping, carry, skip_cr = len(carry), b"", carry.endswith(b"\r")
+    if skipping:   # an over-long last line without a newline (a trailing \r ends it, as for short lines)
+        yield emit(None, None, False, line_no, max_line_bytes, skipping - skip_cr)
     elif carry:  # last line without a trailing newline
         yield emit(*_validated(np.frombuffer(carry + b"\n", np.uint8)), line_no, max_line_bytes)
 

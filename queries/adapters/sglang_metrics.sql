@@ -24,8 +24,10 @@ WITH parsed AS (
 ),
 fields AS (
     SELECT p.*,
-        kvir_text(coalesce(p.j.id, json_extract_string(p.j.request_parameters, '$.rid'))) AS rid,
-        kvir_text(json_extract_string(p.j.request_parameters, '$.bootstrap_room')) AS room,
+        kvir_text(coalesce(p.j.id, CASE WHEN json_valid(p.j.request_parameters)
+                                        THEN json_extract_string(p.j.request_parameters, '$.rid') END)) AS rid,
+        kvir_text(CASE WHEN json_valid(p.j.request_parameters)
+                       THEN json_extract_string(p.j.request_parameters, '$.bootstrap_room') END) AS room,
         kvir_count(p.j.prompt_tokens) AS prompt_tokens,
         kvir_count(p.j.completion_tokens) AS completion_tokens,
         kvir_count(p.j.cached_tokens) AS cached_tokens,

@@ -1,0 +1,73 @@
+"""The numbered-line reader in text mode (what every line adapter reads) against a plain Python reference."""
+from __future__ import annotations
+
+import gzip
+
+import pytest
+import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvir.lines import iter_line_batches
+
+
+def reference(data: bytes, max_line_bytes: int) -> list[tuple[int, str, int, bool]]:
+    """(line number, text without its terminator or '' when over-long, byte length, valid UTF-8) per line."""
+    parts = data.split(b"\n")
+    if parts[-1] == b"":
+        parts = parts[:-1]
+    out = []
+    for i, p in enumerate(parts, 1):
+        raw = p[:-1] if p.endswith(b"\r") else p
+        try:
+            raw.decode("utf-8")
+            valid = True
+        except UnicodeDecodeError:
+            valid = False
+        out.append((i, raw.decode("utf-8", "replace") if len(raw) <= max_line_bytes else "", len(raw), valid))
+    return out
+
+
+def read(path, max_line_bytes: int, chunk_bytes: int) -> list[tuple[int, str, int, bool]]:
+    rows = []
+    for b in iter_line_batches(path, max_line_bytes, chunk_bytes=chunk_bytes, text=True):
+        d = b.to_pydict()
+        rows += list(zip(d["line_no"], d["line"], d["line_bytes"], d["repaired"]))
+    return rows
+
+
+PIECES = st.sampled_from([b"", b"a", b"{}", b'{"k": 1}', b"\r", b"\xc3\xa9", b"\xff", b"\xe2\x82", b" ", b"x" * 13,
+                          b"y" * 200, b"z" * 3000])
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.lists(PIECES, max_size=6).map(b"".join), max_size=40),
+       ending=st.sampled_from([b"", b"\n", b"\r\n"]),
+       max_line_bytes=st.sampled_from([12, 100, 2500, 1 << 20]),
+       chunk_bytes=st.sampled_from([5, 64, 1000, 1 << 16]))
+def test_every_line_once_with_its_number_length_and_text(tmp_path_factory, lines, ending, max_line_bytes, chunk_bytes):
+    data = b"\n".join(lines) + (ending if lines else b"")
+    p = tmp_path_factory.mktemp("lines") / "f.log"
+    p.write_bytes(data)
+    got = read(p, max_line_bytes, chunk_bytes)
+    want = reference(data, max_line_bytes)
+    assert [g[0] for g in got] == [w[0] for w in want]                 # every line, once, in order
+    chunk_repaired = any(not w[3] for w in want)
+    for (no, text, n, repaired), (_, w_text, w_n, valid) in zip(got, want):
+        if valid and not chunk_repaired:                                 # valid UTF-8: exact text and length
+            assert (text, n, repaired) == (w_text, w_n, False)
+        elif valid:                      # a neighbour was repaired: this line's text is exact all the same
+            assert text == w_text or (text == "" and n > max_line_bytes)
+        else:                            # invalid bytes became U+FFFD: flagged (or over-long: no text kept)
+            assert (repaired and "\ufffd" in text) or (text == "" and n > max_line_bytes)
+            assert n >= w_n
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_compressed_files_give_the_same_lines(tmp_path, codec):
+    data = b'{"a": 1}\r\n\n{"b": "\xc3\xa9"}\nno newline at the end'
+    plain, comp = tmp_path / "f.log", tmp_path / "f.log.c"
+    plain.write_bytes(data)
+    comp.write_bytes(gzip.compress(data) if codec == "gzip" else zstandard.ZstdCompressor().compress(data))
+    assert read(comp, 1 << 20, 7) == read(plain, 1 << 20, 7) == [
+        (1, '{"a": 1}', 8, False), (2, "", 0, False), (3, '{"b": "é"}', 11, False), (4, "no newline at the end", 21, False)]
