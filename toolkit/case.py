@@ -35,17 +35,39 @@ def connect(db: str | Path, *, memory_limit: str | None = None, temp_dir: str | 
     """A fresh connection with kvir's settings: UTC session, spill directory, no DuckDB progress printing."""
     con = duckdb.connect(str(db))
     con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET enable_progress_bar = true")
-    con.execute("SET enable_progress_bar_print = false")
-    con.execute("SET progress_bar_time = 0")
+    # query_progress() needs the progress bar on; inside a Jupyter kernel without ipywidgets DuckDB
+    # refuses to turn it on, and kvir then simply draws no bar.
+    for setting in ("SET enable_progress_bar_print = false", "SET progress_bar_time = 0",
+                    "SET enable_progress_bar = true"):
+        try:
+            con.execute(setting)
+        except duckdb.Error:
+            pass
     if temp_dir is not None:
         con.execute("SET temp_directory = $d", {"d": str(temp_dir)})
     if memory_limit:
         con.execute("SET memory_limit = $m", {"m": memory_limit})
     if threads:
         con.execute("SET threads = $t", {"t": int(threads)})
-    run(con, "macros")
+    _ensure_macros(con)
     return con
+
+
+def _ensure_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """Create kvir's SQL macros unless this database already holds exactly these ones: reopening a case
+    must not rewrite it (its file, and so its SHA-256, stays as it was)."""
+    from .sql import load
+
+    sha = load("macros").sha256
+    try:
+        have = con.execute("SELECT value FROM kvir_meta WHERE key = 'macros_sha256'").fetchone()
+    except duckdb.Error:
+        have = None
+    if have and have[0] == sha:
+        return
+    run(con, "macros")
+    con.execute("CREATE TABLE IF NOT EXISTS kvir_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT OR REPLACE INTO kvir_meta VALUES ('macros_sha256', $v)", {"v": sha})
 
 
 @dataclass

@@ -598,6 +598,19 @@ pool_tokens = {POOL_BUG}
 context_tokens = {CONTEXT}
 rule = "public"
 
+[disclosure]
+provider = "Example Inference Co. (simulated)"
+provider_namespace = "https://inference.example.com"
+contact = "security@inference.example.com"
+dpo_contact = "dpo@inference.example.com"
+reporter = "A. Researcher (simulated)"
+reporter_channel = "a bug-bounty platform"
+reported_at = {REPORT_RECEIVED.strftime("%Y-%m-%dT%H:%M:%SZ")}
+lead_supervisory_authority = "the lead supervisory authority (simulated)"
+cna_org_id = "00000000-0000-4000-8000-000000000000"
+fixed_version = "0.5.22"
+fixed_release_date = "2026-10-19"
+
 [[accounts]]
 id = "{RESEARCHER}"
 label = "reporting researcher"

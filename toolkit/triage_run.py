@@ -154,9 +154,14 @@ def _record_spec(case: Case, spec: IncidentSpec) -> None:
              "window_start": spec.window_start.isoformat(), "window_end": spec.window_end.isoformat(),
              "pool_tokens": str(spec.trigger.pool_tokens), "context_tokens": str(spec.trigger.context_tokens),
              "rule": spec.trigger.rule, "engine_limit": str(spec.trigger.engine_limit),
+             "awareness_time": spec.awareness_time.isoformat() if spec.awareness_time else "",
              "spec_path": str(spec.path) if spec.path else ""}
     for k, v in facts.items():
         case.con.execute("INSERT INTO incident VALUES ($k, $v)", {"k": k, "v": v})
+    # hand events and [disclosure] go into the case too, so reports re-render from the case alone
+    from .report.spec_facts import store_spec_facts
+
+    store_spec_facts(case, spec)
     if spec.path:
         import hashlib
 
