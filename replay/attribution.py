@@ -47,7 +47,7 @@ def causal_check(engine: PDEngine, req: ReplayRequest, owner: int, baseline: lis
         swapped["n"] = int(sel.numel())
         if sel.numel():
             k, v = eng.model.sentinel(owner)
-            node.pool.fill(sel, k, v)
+            node.overwrite(sel, k, v)
 
     with engine.counterfactual():
         out = engine.start(req, UnpatchedPolicy(), before_decode=swap)

@@ -54,16 +54,20 @@ class KVNode:
         if mode != "none":
             slots = self.pool.slots_of_pages(pages)
             if mode == "zero":
-                self.pool.fill(slots, 0.0, 0.0)
+                self.overwrite(slots, 0.0, 0.0)
             elif mode == "nan":
-                self.pool.fill(slots, float("nan"), float("nan"))
+                self.overwrite(slots, float("nan"), float("nan"))
             else:
                 if sentinel is None:
                     raise ValueError("sentinel fill needs the owner's sentinel rows")
-                self.pool.fill(slots, sentinel[0], sentinel[1])
-            self.ledger.on_fill(slots.cpu().numpy())
+                self.overwrite(slots, sentinel[0], sentinel[1])
         self.alloc.free(pages, uid)
         self.pool.sync_pages(pages, -1, epochs)
+
+    def overwrite(self, slots: torch.Tensor, k, v) -> None:
+        """Fill slots with a non-tenant pattern (zero, NaN, a sentinel): nobody's data afterwards."""
+        self.pool.fill(slots, k, v)
+        self.ledger.on_fill(slots.cpu().numpy())
 
     def write(self, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor, uid: int, positions: np.ndarray,
               tokens: np.ndarray, step: int) -> None:

@@ -88,7 +88,7 @@ class KVPool:
     def fill(self, slots: torch.Tensor, k_value: torch.Tensor | float, v_value: torch.Tensor | float,
              *, stamp: bool = False) -> None:
         """Overwrite slots with a constant or a broadcastable pattern (zeroing, NaN poison, sentinels).
-        Fills do not stamp (the bytes are not a tenant's write) unless `stamp` is set."""
+        A fill is not a tenant's write: the slots' stamps become 0 (never written) unless `stamp` is set."""
         slots = slots.to(self.device, torch.int64)
         self.touch(slots)
         shape = (self.dims.n_layers, slots.numel(), self.dims.n_kv_heads, self.dims.head_dim)
@@ -96,8 +96,7 @@ class KVPool:
         vv = torch.as_tensor(v_value, dtype=self.dims.dtype, device=self.device).expand(shape)
         self.k.index_copy_(1, slots, kv.contiguous())
         self.v.index_copy_(1, slots, vv.contiguous())
-        if stamp:
-            self.slot_stamp[slots] = self.page_epoch[slots // self.page_size]
+        self.slot_stamp[slots] = self.page_epoch[slots // self.page_size] if stamp else 0
         self.writes += 1
 
     def read(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -75,7 +75,7 @@ def print_replay(run, *, show_text: bool = False) -> None:
         for col in ("request", "account", "verdict", "status", "foreign requests", "foreign tokens", "top source account"):
             t.add_column(col, no_wrap=True)
         for row in r.itertuples(index=False):
-            owners = list(row.foreign_owners) if row.foreign_owners is not None else []
+            owners = list(row.foreign_owners) if hasattr(row.foreign_owners, "__len__") else []
             top = owners[0] if owners else None
             t.add_row(row.request_id, _s(row.account_id), row.verdict,
                       f"{_s(row.unpatched_status) or '-'} -> {_s(row.patched_status) or '-'}", str(len(owners)),
@@ -83,8 +83,9 @@ def print_replay(run, *, show_text: bool = False) -> None:
         stderr.print(t)
         if show_text:
             for row in r.itertuples(index=False):
-                if row.response_tokens is not None:
-                    stderr.print(f"{row.request_id}: response token ids {list(row.response_tokens)}", highlight=False)
+                toks = row.response_tokens
+                if toks is not None and hasattr(toks, "__len__"):
+                    stderr.print(f"{row.request_id}: response token ids {list(toks)}", highlight=False, markup=False)
 
     src = queries.run(run.case, "sources_by_account")
     if len(src):

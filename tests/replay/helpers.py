@@ -51,4 +51,27 @@ def expected_tokens(rid: str, start: int, n: int, vocab: int = 1 << 16) -> list[
     return out
 
 
-__all__ = ["random_table", "small_engine", "expected_tokens"]
+__all__ = ["random_table", "small_engine", "expected_tokens", "write", "sglang_finished"]
+
+
+def write(path, text: str):
+    """Write a text file, creating its folder."""
+    from pathlib import Path
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+def sglang_finished(ts_local: str, rid: str, prompt: int, *, latency: float, room: int | None, completion: int) -> str:
+    """One SGLang JSON request-log `request.finished` line (--log-requests-format json)."""
+    import json
+
+    obj = {"rid": rid, "stream": True}
+    if room is not None:
+        obj.update({"bootstrap_host": "10.0.0.1", "bootstrap_port": 8998, "bootstrap_room": room})
+    meta = {"id": rid, "finish_reason": {"type": "length", "length": completion}, "prompt_tokens": prompt,
+            "completion_tokens": completion, "cached_tokens": 0, "e2e_latency": latency}
+    return json.dumps({"timestamp": ts_local, "event": "request.finished", "rid": rid, "obj": obj,
+                       "out": {"meta_info": meta}})

@@ -1,0 +1,245 @@
+"""replay_case end to end on a case built by kvir.triage and kvir.audit over hand-written logs, and the CLI.
+
+Logs (UTC, 2026-08-28): a Cloudflare gateway log naming accounts, SGLang JSON request logs of prefill node
+glm-prefill-0 and decode nodes glm-decode-0/1 (PD pairs share a bootstrap_room), and their start-up logs:
+prefill pool 640 (limit min(4095, 639) - 5 = 634), decode pools 1024, context 4096, page 16.
+
+    h1  10:00:00-10:00:30  acct-h1  prompt 500, 20 outputs   decode-0
+    h2  10:01:00-10:01:30  acct-h2  prompt 400, 10 outputs   decode-0
+    v   10:02:00-10:02:20  acct-v   prompt 700, 12 outputs   decode-0  affected (placeholder on prefill)
+    g   10:03:00           acct-g   prompt 800 (gateway only)          affected, no decode node
+    f   10:04:00-10:04:10  acct-f   prompt 900, 5 outputs    decode-1  affected, nothing before it on decode-1
+
+By hand, with SGLang's PD allocator: h1 holds pages 1..33 (positions 0..518), h2 pages 34..59; at v's arrival
+only 5 pages are fresh, so the released pages are merged and sorted and v gets pages 1..44. v's positions
+1..518 hold h1's tokens 1..518, 519..527 were never written, 528..699 hold h2's tokens 0..171.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from .helpers import expected_tokens, sglang_finished, write
+
+SPEC = """\
+[incident]
+id = "KVIR-TEST-REPLAY"
+title = "replay end to end"
+models = ["@cf/zai-org/glm-5.3", "zai-org/GLM-5.3"]
+window_start = 2026-08-27T00:00:00Z
+window_end = 2026-09-09T19:40:00Z
+[trigger]
+pool_tokens = 640
+context_tokens = 4096
+rule = "public"
+
+[[sources]]
+path = "gateway/*.jsonl"
+format = "cloudflare-gateway"
+
+[[sources]]
+path = "engine/*/requests.jsonl"
+format = "sglang-json"
+source_tz = "UTC"
+served_model = "zai-org/GLM-5.3"
+"""
+
+# rid, start (minute:second after 10:00), latency s, prompt, outputs, account, decode node, room
+REQUESTS = [
+    ("h1", "00:00", 30, 500, 20, "acct-h1", "glm-decode-0", 101),
+    ("h2", "01:00", 30, 400, 10, "acct-h2", "glm-decode-0", 102),
+    ("v", "02:00", 20, 700, 12, "acct-v", "glm-decode-0", 103),
+    ("f", "04:00", 10, 900, 5, "acct-f", "glm-decode-1", 105),
+]
+
+
+def _startup(node: str, mode: str, pool: int) -> str:
+    return (f"[2026-08-27 00:00:00] server_args=ServerArgs(model_path='zai-org/GLM-5.3', context_length=4096, "
+            f"page_size=16, tp_size=1, disaggregation_mode='{mode}', served_model_name='zai-org/GLM-5.3')\n"
+            f"[2026-08-27 00:00:05 TP0] max_total_num_tokens={pool}, chunked_prefill_size=16384, "
+            f"max_prefill_tokens=16384, max_running_requests=64, context_len=4096, available_gpu_mem=8.93 GB\n"
+            f"[2026-08-27 00:00:09] The server is fired up and ready to roll!\n")
+
+
+def _at(ms: str, plus: float = 0.0) -> str:
+    m, s = ms.split(":")
+    total = int(m) * 60 + int(s) + plus
+    return f"2026-08-28T10:{int(total // 60):02d}:{total % 60:06.3f}"
+
+
+def build_logs(root: Path) -> Path:
+    gw, pre, dec = [], [], {"glm-decode-0": [], "glm-decode-1": []}
+    for rid, start, lat, prompt, outs, acct, node, room in REQUESTS + [("g", "03:00", 5, 800, 7, "acct-g", None, None)]:
+        gw.append(json.dumps({"id": rid, "created_at": _at(start) + "Z", "model": "@cf/zai-org/glm-5.3",
+                              "provider": "workers-ai", "status_code": 200, "success": True, "tokens_in": prompt,
+                              "tokens_out": outs, "duration": lat * 1000, "cached": False,
+                              "metadata": json.dumps({"customer_id": acct})}))
+        if node is None:
+            continue
+        placeholder = prompt >= 634
+        pre.append(sglang_finished(_at(start, 0.5), f"p-{rid}", 1 if placeholder else prompt, latency=0.4,
+                                   room=room, completion=0 if placeholder else 1))
+        dec[node].append(sglang_finished(_at(start, lat), rid, prompt, latency=lat, room=room, completion=outs))
+    write(root / "gateway" / "logs.jsonl", "\n".join(gw) + "\n")
+    write(root / "engine" / "glm-prefill-0" / "requests.jsonl", "\n".join(pre) + "\n")
+    for node, lines in dec.items():
+        write(root / "engine" / node / "requests.jsonl", "\n".join(lines) + "\n")
+    write(root / "engine" / "glm-prefill-0" / "server.log", _startup("glm-prefill-0", "prefill", 640))
+    write(root / "engine" / "glm-decode-0" / "server.log", _startup("glm-decode-0", "decode", 1024))
+    write(root / "engine" / "glm-decode-1" / "server.log", _startup("glm-decode-1", "decode", 1024))
+    write(root / "incident.toml", SPEC)
+    return root
+
+
+def make_case(root: Path) -> Path:
+    """triage + audit over the hand-written logs; returns the case folder (closed)."""
+    import kvir
+    import kvir.audit
+
+    build_logs(root)
+    tri = kvir.triage(root / "incident.toml", out=root / "case")
+    assert tri.summary["affected"] == 3
+    tri.case.close()
+    kvir.audit.audit(sorted(root.glob("engine/*/server.log")), case=root / "case", source_tz="UTC")
+    return root / "case"
+
+
+@pytest.fixture(scope="module")
+def case_dir(tmp_path_factory) -> Path:
+    return make_case(tmp_path_factory.mktemp("replay_case"))
+
+
+@pytest.fixture(scope="module")
+def run(case_dir):
+    from kvir.replay import replay_case
+
+    return replay_case(case_dir)
+
+
+def by_id(df, rid):
+    return df[df.request_id == rid].iloc[0]
+
+
+def test_verdicts_statuses_and_reasons(run):
+    r = run.results
+    assert sorted(r.request_id) == ["f", "g", "v"]
+    v = by_id(r, "v")
+    assert (v.verdict, v.unpatched_status, v.patched_status) == ("exposed", 200, 400)
+    assert (v.unpatched_stage, v.patched_stage, v.prefill_tokens) == ("served", "prefill-validate", 1)
+    g, f = by_id(r, "g"), by_id(r, "f")
+    assert g.verdict == "inconclusive" and "no decode node" in g.reason
+    assert f.verdict == "inconclusive" and "no earlier request on decode node glm-decode-1" in f.reason
+    assert run.summary["exposed"] == 1 and run.summary["inconclusive"] == 2
+
+
+def test_foreign_owners_match_the_hand_worked_placement(run):
+    v = by_id(run.results, "v")
+    owners = [(o["request_id"], o["account_id"], o["tokens"], o["first_token"], o["last_token"]) for o in v.foreign_owners]
+    assert owners == [("h1", "acct-h1", 518, 1, 518), ("h2", "acct-h2", 172, 0, 171)]
+    assert v.foreign_owners[0]["attention_mass"] == pytest.approx(1.0, abs=1e-6)
+    assert (v.leaked_tokens, v.uninitialised_tokens, v.history_requests) == (690, 9, 2)
+    assert v.recalled_tokens == 11 and v.decode_steps == 11
+    assert [c["request_id"] for c in v.causal] == ["h1", "h2"] and [c["changed_tokens"] for c in v.causal] == [11, 0]
+    assert v.response_tokens is None or v.response_tokens is pd.NA    # never stored without show_text
+
+
+def test_exposure_table_whose_data_reached_whom(run):
+    e = run.exposure.sort_values("source_request_id")
+    assert e[["source_account_id", "source_request_id", "reader_request_id", "reader_account_id", "tokens"]].values.tolist() == [
+        ["acct-h1", "h1", "v", "acct-v", 518], ["acct-h2", "h2", "v", "acct-v", 172]]
+
+
+def test_assumptions_limits_and_outputs_are_recorded(run, case_dir):
+    v = by_id(run.results, "v")
+    assert v.assumptions.startswith("Page placement is modelled, not recovered")
+    assert "node_configs" in v.limits_source and v.scale == 1.0 and v.device.startswith(("cpu", "cuda"))
+    assert run.summary["limits_source"] == "node_configs"
+    for name in ("replay_results.parquet", "replay_results.csv", "replay_exposure.csv"):
+        assert (case_dir / name).exists()
+    manifest = json.loads((case_dir / "manifest.json").read_text())
+    assert manifest["replay"]["exposed"] == 1
+    ran = [q["query"] for q in manifest["queries"]]
+    assert "replay/sql/targets.sql" in ran and "replay/sql/write_results.sql" in ran
+
+
+def test_contract_columns(run, case_dir):
+    import kvir
+
+    with kvir.open_case(case_dir) as c:
+        desc = {row[0]: row[1] for row in c.con.execute("DESCRIBE replay_results").fetchall()}
+        exp = {row[0]: row[1] for row in c.con.execute("DESCRIBE replay_exposure").fetchall()}
+    for col, typ in {"request_id": "VARCHAR", "account_id": "VARCHAR", "prefill_node": "VARCHAR",
+                     "decode_node": "VARCHAR", "prompt_tokens": "BIGINT", "verdict": "VARCHAR",
+                     "unpatched_status": "INTEGER", "patched_status": "INTEGER", "uninitialised_mass": "DOUBLE",
+                     "leaked_tokens": "BIGINT", "scale": "DOUBLE", "assumptions": "VARCHAR", "device": "VARCHAR",
+                     "seed": "BIGINT"}.items():
+        assert desc[col] == typ, col
+    assert desc["foreign_owners"].startswith("STRUCT(request_id VARCHAR, account_id VARCHAR, tokens BIGINT, "
+                                             "first_token BIGINT, last_token BIGINT, attention_mass DOUBLE)[]")
+    assert list(exp) == ["source_account_id", "source_request_id", "reader_request_id", "reader_account_id",
+                         "tokens", "attention_mass"]
+
+
+def test_same_case_same_results(case_dir, run):
+    from kvir.replay import replay_case
+
+    again = replay_case(case_dir)
+    a = run.results.drop(columns=[]).to_dict("records")
+    b = again.results.to_dict("records")
+    assert json.dumps(a, default=str, sort_keys=True) == json.dumps(b, default=str, sort_keys=True)
+    assert again.exposure.equals(run.exposure)
+
+
+def test_scaled_run_keeps_the_verdicts(case_dir):
+    from kvir.replay import replay_case
+
+    half = replay_case(case_dir, scale=0.5)
+    assert dict(zip(half.results.request_id, half.results.verdict)) == {"f": "inconclusive", "g": "inconclusive",
+                                                                         "v": "exposed"}
+    v = by_id(half.results, "v")
+    assert v.scale == 0.5 and v.replayed_prompt_tokens < 700 and "scaled by 0.5" in v.assumptions
+
+
+def test_show_text_stores_the_response_tokens(case_dir):
+    from kvir.replay import replay_case
+
+    run = replay_case(case_dir, show_text=True, checksum=True, canary=True)
+    v = by_id(run.results, "v")
+    assert list(v.response_tokens)[1:] == expected_tokens("h1", 1, 11)
+    assert v.checksum == "mismatch: received 1 token(s), expected 700"
+    assert v.canary.startswith("violation") and v.verdict == "exposed"      # log modes report, never change it
+    replay_case(case_dir)                                                     # leave the case without text
+
+
+def test_cli_prints_tables_not_text(tmp_path):
+    case_dir = make_case(tmp_path)                         # its own case: the module's is open in this process
+    cmd = [sys.executable, "-m", "kvir.cli", "replay", "--case", str(case_dir)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env={"COLUMNS": "200", **__import__("os").environ})
+    assert p.returncode == 0, p.stderr
+    assert "exposed" in p.stderr and "acct-h1" in p.stderr and p.stdout == ""
+    hidden = [str(t) for t in expected_tokens("h1", 1, 11)]
+    assert not any(t in p.stderr for t in hidden[:3])
+    shown = subprocess.run(cmd + ["--show-text", "--json"], capture_output=True, text=True,
+                           env={"COLUMNS": "200", **__import__("os").environ})
+    assert shown.returncode == 0 and all(t in shown.stderr for t in hidden[:3])
+    assert json.loads(shown.stdout)["exposed"] == 1
+    bad = subprocess.run(cmd[:5] + [str(case_dir.parent / "nope")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "not a kvir case" in bad.stderr
+
+
+def test_case_without_node_configs_states_its_assumptions(tmp_path):
+    import kvir
+    from kvir.replay import replay_case
+
+    root = build_logs(tmp_path)
+    kvir.triage(root / "incident.toml", out=root / "case").case.close()
+    run = replay_case(root / "case")
+    v = by_id(run.results, "v")
+    assert run.summary["limits_source"] == "incident"
+    assert "2 x context" in v.assumptions and "page size 64" in v.assumptions
+    assert v.unpatched_status == 200 and v.patched_status == 400
