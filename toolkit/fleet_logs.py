@@ -40,9 +40,12 @@ def startup_block(node: "sim.Node", i: int) -> str:
         "disaggregation_enable_kv_checksum=False", "kv_canary='off'", "num_reserved_decode_tokens=512",
     ])
     k_gb = pool * 61 * 8 * 128 * 1 / 8 / 2**30        # illustrative per-rank K size (fp8, 8 KV heads / 8 ranks)
-    lines = [
-        f"{_stamp(start)} server_args=ServerArgs({args})",
-    ]
+    # what the entrypoint script prints before the engine starts: the build and the PD environment
+    lines = [f"{_stamp(start)} SGLang version: {node.version}"]
+    if pd:
+        lines += [f"{_stamp(start)} export SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE=0",
+                  f"{_stamp(start)} export SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES=0"]
+    lines.append(f"{_stamp(start)} server_args=ServerArgs({args})")
     if node.role == "decode":
         lines.append("KV cache is forced as chunk cache for decode server")
     t = start + dt.timedelta(seconds=71)

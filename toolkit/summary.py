@@ -68,6 +68,8 @@ def print_triage(result) -> None:
     ]
     for k, v in rows:
         t.add_row(k, f"{v:,}" if isinstance(v, int) else str(v))
+    for source, n in (s.get("threshold_sources") or {}).items():
+        t.add_row(f"  flagged requests judged by: {source}", f"{n:,}")
     t.add_row("first / last affected (UTC)", f"{s['first_affected'] or '-'} / {s['last_affected'] or '-'}")
     joined = sum(s.get(k) or 0 for k in ("join_matched", "join_missed", "join_ambiguous"))
     if joined:

@@ -93,7 +93,7 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
                 # in effect on its node (kvir.audit writes node_configs into the case).
                 from .audit import load_node_configs
 
-                load_node_configs(case, list(startup), inventory=inventory, source_tz=source_tz)
+                load_node_configs(case, list(startup), inventory=inventory, source_tz=source_tz, year=year)
                 pool_in_effect = True
             params = spec.query_params()
             params["rule_text"] = spec.trigger.describe()
@@ -109,6 +109,9 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
         summary = _summary(spec, dict(zip(cols, row[0])))
         summary["threshold"] = ("pool in effect per node and time (node_configs from start-up logs)"
                                 if pool_in_effect else f"one global pool: {spec.trigger.pool_tokens:,} tokens")
+        if pool_in_effect:   # how many flagged requests each threshold judged (a fallback is said, not hidden)
+            summary["threshold_sources"] = dict(case.con.execute(
+                "SELECT threshold_source, count(*) FROM triage_hits GROUP BY 1 ORDER BY 1").fetchall())
         counts = _source_rows(case)
         outputs = _export(case, keep_raw)
         summary["seconds"] = round(time.perf_counter() - t0, 3)

@@ -76,13 +76,16 @@ def test_runtime_indicators_match_the_exposed_responses(result, fleet):
     assert set(ri[ri.indicator == "input-length-exceeds"]["limit_tokens"]) == {min(CONTEXT - 1, POOL_BUG - 1) - 5}
 
 
-def test_unknowns_are_reported_not_passed(result):
+def test_environment_in_the_startup_logs_is_judged(result):
     f = result.findings
     nc = result.node_configs
-    # the fleet logs no environment: deferred release (decode) and the batch cap (prefill) are unknown
-    assert set(f[(f.rule_id == "KVA007")]["status"]) == {"unknown"}
+    # the fleet's entrypoint prints SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE=0 and
+    # SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES=0 (unbounded): both fail, on the nodes they concern
+    # (unknown-when-absent is tested on hand-made fleets in test_audit_rules.py)
+    assert set(f[(f.rule_id == "KVA007")]["status"]) == {"fail"}
     assert set(f[f.rule_id == "KVA007"]["node"]) == set(nc[nc.role == "decode"]["node"])
-    assert set(f[(f.rule_id == "KVA008")]["status"]) == {"unknown"}
+    assert set(f[(f.rule_id == "KVA008")]["status"]) == {"fail"}
+    assert set(nc["version"]) == {"0.5.19"} and set(nc["version_source"]) != {"inventory"}
 
 
 def test_cli_sarif_on_the_fleet(fleet, tmp_path):
