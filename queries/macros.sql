@@ -18,10 +18,12 @@
 --     unless the whole hour lies inside the window).
 -- Each *_utc macro returns NULL when it refuses; the matching *_problem macro says why.
 --
--- Speed: an ICU time-zone conversion per row costs ~5 calls. Each source's settings hold the offset in
--- force for every local hour around the incident window (kvir_hour_offsets, computed once per source);
--- kvir_local_to_utc_h looks the hour up and falls back to the exact per-row path only for hours near a
--- DST transition or outside the table. Both paths give the same answer.
+-- Speed: an ICU time-zone conversion per row costs ~5 calls. The table tz_hours (zone, local hour,
+-- offset) holds the offset in force for every local hour around the incident window, computed once per
+-- zone with kvir_hour_offsets (toolkit/formats/settings.py); an adapter joins it on
+-- (zone, date_trunc('hour', naive time)) and converts with kvir_local_to_utc_o / kvir_parse_ts_o, which
+-- fall back to the exact per-row path for hours near a DST transition or outside the table. Both paths
+-- give the same answer (tests/formats/test_time.py).
 
 -- offset of zone tz at instant u, as an INTERVAL (local minus UTC)
 CREATE OR REPLACE MACRO kvir_tz_offset(u, tz) AS timezone(tz, u) - timezone('UTC', u);
@@ -94,18 +96,18 @@ CREATE OR REPLACE MACRO kvir_hour_offset_min(h, tz) AS CASE
         THEN CAST(epoch(kvir_tz_offset(timezone(tz, h), tz)) // 60 AS INTEGER)
     ELSE NULL END;
 
--- The offsets of local hours h0, h0+1h, ..., h0+(n-1)h (a source's settings keep this list).
+-- The offsets of local hours h0, h0+1h, ..., h0+(n-1)h (the rows of tz_hours for one zone).
 CREATE OR REPLACE MACRO kvir_hour_offsets(tz, h0, n) AS CASE
     WHEN tz IS NULL OR h0 IS NULL OR n IS NULL OR n <= 0 THEN NULL
     ELSE list_transform(range(n), lambda i: kvir_hour_offset_min(h0 + to_hours(i), tz)) END;
 
--- kvir_local_to_utc using the hour table (h0, offs) where it covers t; same answers, far fewer ICU calls.
-CREATE OR REPLACE MACRO kvir_local_to_utc_h(t, tz, off_min, h0, offs) AS CASE
+-- kvir_local_to_utc given hour_off, the offset tz_hours holds for t's local hour (NULL: not known there);
+-- same answers, far fewer ICU calls.
+CREATE OR REPLACE MACRO kvir_local_to_utc_o(t, tz, off_min, hour_off) AS CASE
     WHEN t IS NULL THEN NULL
     WHEN off_min IS NOT NULL THEN timezone('UTC', t - to_minutes(CAST(off_min AS BIGINT)))
     WHEN tz IS NULL THEN NULL
-    WHEN t >= h0 AND t < h0 + to_hours(len(offs)) AND offs[1 + date_diff('hour', h0, t)] IS NOT NULL
-        THEN timezone('UTC', t - to_minutes(CAST(offs[1 + date_diff('hour', h0, t)] AS BIGINT)))
+    WHEN hour_off IS NOT NULL THEN timezone('UTC', t - to_minutes(CAST(hour_off AS BIGINT)))
     ELSE kvir_local_to_utc(t, tz, off_min) END;
 
 -- A naive ISO-8601 date-time ('T' or space, minutes, optional seconds and fraction), as written, or NULL.
@@ -113,10 +115,11 @@ CREATE OR REPLACE MACRO kvir_naive_ts(s) AS try_strptime(s, [
     '%Y-%m-%dT%H:%M:%S.%f', '%Y-%m-%d %H:%M:%S.%f', '%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S',
     '%Y-%m-%dT%H:%M', '%Y-%m-%d %H:%M']);
 
--- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused (with the source's hour table).
-CREATE OR REPLACE MACRO kvir_parse_ts_h(s, tz, off_min, h0, offs) AS CASE
+-- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused; hour_off as for kvir_local_to_utc_o
+-- (the tz_hours offset of kvir_naive_ts(s)'s hour, or NULL).
+CREATE OR REPLACE MACRO kvir_parse_ts_o(s, tz, off_min, hour_off) AS CASE
     WHEN s IS NULL THEN NULL
-    WHEN kvir_naive_ts(s) IS NOT NULL THEN kvir_local_to_utc_h(kvir_naive_ts(s), tz, off_min, h0, offs)
+    WHEN kvir_naive_ts(s) IS NOT NULL THEN kvir_local_to_utc_o(kvir_naive_ts(s), tz, off_min, hour_off)
     ELSE CASE kvir_ts_kind(s)
         WHEN 'offset' THEN TRY_CAST(regexp_replace(trim(s), '\s*(UTC|GMT)$', '+00:00') AS TIMESTAMPTZ)
         WHEN 'naive' THEN kvir_local_to_utc(TRY_CAST(trim(s) AS TIMESTAMP), tz, off_min)
@@ -125,7 +128,7 @@ CREATE OR REPLACE MACRO kvir_parse_ts_h(s, tz, off_min, h0, offs) AS CASE
     END;
 
 -- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused.
-CREATE OR REPLACE MACRO kvir_parse_ts(s, tz, off_min) AS kvir_parse_ts_h(s, tz, off_min, NULL::TIMESTAMP, NULL::INTEGER[]);
+CREATE OR REPLACE MACRO kvir_parse_ts(s, tz, off_min) AS kvir_parse_ts_o(s, tz, off_min, NULL::INTEGER);
 
 -- Year-less local stamps ('MM-DD HH:MM:SS', vLLM's default date format).
 -- The candidate dates: the stamp in each year from the window's first year - 1 to its last year + 1.

@@ -19,7 +19,7 @@ WITH parsed AS (
                   "finish_reason":{"type":"VARCHAR","status_code":"VARCHAR"}}'))
         END AS j,
         try_strptime(regexp_extract(s.file_name, 'sglang-request-metrics-(\d{8}_\d{2})\.log', 1), '%Y%m%d_%H') AS hour_local,
-        s.tz_iana, s.tz_offset_min, s.tz_hour0, s.tz_hour_offsets, s.max_line_bytes, s.file_name
+        s.tz_iana, s.tz_offset_min, s.max_line_bytes, s.file_name
     FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
 ),
 fields AS (
@@ -34,7 +34,7 @@ fields AS (
         TRY_CAST(p.j.e2e_latency AS DOUBLE) AS latency_s,
         p.j.finish_reason.type AS ftype,
         TRY_CAST(p.j.finish_reason.status_code AS INTEGER) AS fstatus,
-        kvir_local_to_utc_h(p.hour_local, p.tz_iana, p.tz_offset_min, p.tz_hour0, p.tz_hour_offsets) AS hour_utc
+        kvir_local_to_utc(p.hour_local, p.tz_iana, p.tz_offset_min) AS hour_utc
     FROM parsed AS p
 ),
 classified AS (

@@ -54,7 +54,7 @@ timed AS (
     SELECT f.*,
         CASE WHEN f.msg LIKE '%finished processing request%' OR f.msg LIKE '%request failed with%' THEN 'end'
              WHEN f.msg LIKE '%started processing request%' THEN 'start' END AS event,
-        kvir_parse_ts_h(f.stamp, s.tz_iana, kvir_utc_off(s.tz_iana, s.tz_offset_min), s.tz_hour0, s.tz_hour_offsets) AS ts_end0,
+        kvir_parse_ts(f.stamp, s.tz_iana, kvir_utc_off(s.tz_iana, s.tz_offset_min)) AS ts_end0,
         s.tz_iana, s.tz_offset_min, s.max_line_bytes
     FROM fields AS f JOIN __settings__ AS s ON s.source_id = f.source_id
 ),

@@ -38,11 +38,11 @@ events AS (
 timed AS (
     SELECT e.*,
         kvir_yearless_ts(nullif(e.p.stamp, ''), s.year, s.window_start, s.window_end) AS local_ts,
-        s.tz_iana, s.tz_offset_min, s.tz_hour0, s.tz_hour_offsets, s.year, s.window_start, s.window_end, s.max_line_bytes
+        s.tz_iana, s.tz_offset_min, s.year, s.window_start, s.window_end, s.max_line_bytes
     FROM events AS e JOIN __settings__ AS s ON s.source_id = e.source_id
 ),
 converted AS (
-    SELECT t.*, kvir_local_to_utc_h(t.local_ts, t.tz_iana, t.tz_offset_min, t.tz_hour0, t.tz_hour_offsets) AS ts0
+    SELECT t.*, kvir_local_to_utc(t.local_ts, t.tz_iana, t.tz_offset_min) AS ts0
     FROM timed AS t
 ),
 judged AS (

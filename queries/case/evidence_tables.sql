@@ -8,8 +8,8 @@
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS file_name VARCHAR;
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS window_start TIMESTAMPTZ;
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS window_end TIMESTAMPTZ;
-ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS tz_hour0 TIMESTAMP;
-ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS tz_hour_offsets INTEGER[];
+-- the UTC offset of every local hour around the window, per zone (queries/macros.sql: kvir_local_to_utc_o)
+CREATE TABLE IF NOT EXISTS tz_hours (tz VARCHAR, local_hour TIMESTAMP, off_min INTEGER, PRIMARY KEY (tz, local_hour));
 CREATE TABLE IF NOT EXISTS evidence_joins (
     source_id INTEGER,            -- the source whose requests were joined in this pass
     pass VARCHAR,                 -- candidate: no prompt length; identity: a gateway's customer id

@@ -33,22 +33,33 @@ RECORD_KEYS = ("result", "data", "logs", "items", "rows", "records", "observatio
 
 
 def shape_of(path: Path) -> str:
-    """ndjson | array | document | csv, from the first lines."""
+    """ndjson | array | document | csv, from the first lines. A file whose first line is damaged but whose
+    other lines are JSON objects is NDJSON (a pretty-printed document has no complete object per line)."""
     head = head_lines(path, max_lines=40, max_bytes=1 << 16)
-    first = next((x.strip() for x in head if x.strip()), "")
-    if first.startswith("["):
+    lines = [x.strip() for x in head if x.strip()]
+    first = lines[0] if lines else ""
+    try:
+        v = json.loads(first)
+    except ValueError:
+        v = None
+    if isinstance(v, list):
         return "array"
-    if first.startswith("{"):
-        try:
-            v = json.loads(first)
-        except ValueError:
-            return "document" if first in ("{",) or first.endswith((",", "[", "{")) else "ndjson"
-        if isinstance(v, dict) and any(isinstance(v.get(k), list) for k in RECORD_KEYS):
-            return "document"
-        return "ndjson"
+    if isinstance(v, dict):
+        return "document" if any(isinstance(v.get(k), list) for k in RECORD_KEYS) else "ndjson"
+    if first.startswith(("[", "{")):
+        if any(_is_object(x) for x in lines[1:]):
+            return "ndjson"
+        return "array" if first.startswith("[") else "document"
     if csv_header(head) is not None:
         return "csv"
     return "ndjson"
+
+
+def _is_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 def records_input(case: "Case", group: list["Source"], opts: "IngestOptions",

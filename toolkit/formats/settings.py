@@ -2,11 +2,11 @@
 
     file_name         the file's base name (the metrics export's hour lives there)
     window_start/end  the incident window (year-less vLLM stamps take the year nearest to it)
-    tz_hour0, tz_hour_offsets
-                      the UTC offset in force for every local hour from tz_hour0 on, covering the window
-                      and WINDOW_MARGIN either side (queries/macros.sql: kvir_hour_offsets); adapters
-                      convert through kvir_local_to_utc_h, which falls back to the exact per-row path
-                      outside that range and near DST transitions
+
+and, per zone, the table tz_hours (zone, local hour, offset): the UTC offset in force for every local
+hour of the window and WINDOW_MARGIN either side (queries/macros.sql: kvir_hour_offsets). Adapters join
+it on the local hour of each time and convert with kvir_local_to_utc_o, which falls back to the exact
+per-row path outside that range and near DST transitions.
 """
 from __future__ import annotations
 
@@ -25,8 +25,6 @@ EXTRA_COLUMNS = (
     ("file_name", "VARCHAR"),
     ("window_start", "TIMESTAMPTZ"),
     ("window_end", "TIMESTAMPTZ"),
-    ("tz_hour0", "TIMESTAMP"),
-    ("tz_hour_offsets", "INTEGER[]"),
 )
 
 
@@ -58,12 +56,20 @@ def hour_offsets(tz: str, h0: dt.datetime, n: int) -> list[int | None]:
 
 
 def write_extra_settings(case: "Case", src: "Source") -> None:
-    """Fill the extra columns of the source's settings row (created by queries/case/evidence_tables.sql)."""
+    """Fill the extra columns of the source's settings row (queries/case/evidence_tables.sql adds them), and
+    the zone's rows of tz_hours the first time a source in that zone is seen."""
     window = getattr(src, "window", None)
-    rng = hour_range(window) if src.tz is not None and src.tz.iana else None
-    offsets = hour_offsets(src.tz.iana, rng[0], rng[1]) if rng and src.tz and src.tz.iana else None
     case.con.execute(
-        "UPDATE source_settings SET file_name = $f, window_start = $ws, window_end = $we, tz_hour0 = $h0, "
-        "tz_hour_offsets = $offs WHERE source_id = $id",
+        "UPDATE source_settings SET file_name = $f, window_start = $ws, window_end = $we WHERE source_id = $id",
         {"f": src.paths[0].name, "ws": window[0] if window else None, "we": window[1] if window else None,
-         "h0": rng[0] if rng else None, "offs": offsets, "id": src.source_id})
+         "id": src.source_id})
+    tz = src.tz.iana if src.tz is not None else None
+    rng = hour_range(window)
+    if tz is None or rng is None:
+        return
+    if case.con.execute("SELECT count(*) FROM tz_hours WHERE tz = $tz", {"tz": tz}).fetchall()[0][0]:
+        return
+    offsets = hour_offsets(tz, rng[0], rng[1])
+    case.con.execute(
+        "INSERT INTO tz_hours SELECT $tz, $h0::TIMESTAMP + to_hours(CAST(u.i - 1 AS BIGINT)), u.off "
+        "FROM unnest($offs::INTEGER[]) WITH ORDINALITY AS u(off, i)", {"tz": tz, "h0": rng[0], "offs": offsets})
