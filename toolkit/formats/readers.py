@@ -33,8 +33,8 @@ RECORD_KEYS = ("result", "data", "logs", "items", "rows", "records", "observatio
 
 
 def shape_of(path: Path) -> str:
-    """ndjson | array | document | csv, from the first lines. A file whose first line is damaged but whose
-    other lines are JSON objects is NDJSON (a pretty-printed document has no complete object per line)."""
+    """ndjson | array | document | csv, from the first lines. A file whose first line is damaged but most of
+    whose other lines are JSON objects is NDJSON (few lines of a pretty-printed document are whole objects)."""
     head = head_lines(path, max_lines=40, max_bytes=1 << 16)
     lines = [x.strip() for x in head if x.strip()]
     first = lines[0] if lines else ""
@@ -47,7 +47,8 @@ def shape_of(path: Path) -> str:
     if isinstance(v, dict):
         return "document" if any(isinstance(v.get(k), list) for k in RECORD_KEYS) else "ndjson"
     if first.startswith(("[", "{")):
-        if any(_is_object(x) for x in lines[1:]):
+        rest = lines[1:]
+        if rest and 2 * sum(_is_object(x) for x in rest) > len(rest):
             return "ndjson"
         return "array" if first.startswith("[") else "document"
     if csv_header(head) is not None:
