@@ -134,8 +134,8 @@ class DecodeWorker:
 
             def attend(layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pq: torch.Tensor | None) -> torch.Tensor:
                 kc, vc = pool.layer(layer)
-                kc[slot] = k.view(1, dims.n_kv_heads, dims.head_dim).to(kc.dtype)
-                vc[slot] = v.view(1, dims.n_kv_heads, dims.head_dim).to(vc.dtype)
+                kc[slot] = k.view(1, dims.n_kv_heads, dims.head_dim).to(kc.device, kc.dtype)
+                vc[slot] = v.view(1, dims.n_kv_heads, dims.head_dim).to(vc.device, vc.dtype)
                 qb = q.view(1, dims.n_q_heads, dims.head_dim).to(pool.device, dims.dtype)
                 pqb = None if pq is None else pq.view(1, dims.n_q_heads, -1).to(pool.device)
                 res: AttentionOutput = paged_decode_attention(qb, kc, vc, table, self.model.sm_scale, check=check,
@@ -149,7 +149,7 @@ class DecodeWorker:
                 if attribution:
                     p = attention_probs(qb, kc, table, 0, self.model.sm_scale, keep=keep, pos_query=pqb)
                     layer_p.append(p.mean(0).cpu())
-                return res.out[0]
+                return res.out[0].to(q.device)          # back where the model computes
 
             d = self.model.decode_step(token_in, pos, t, attend)
             outs.append(d.token)

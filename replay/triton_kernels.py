@@ -36,7 +36,7 @@ def _paged_decode_stage1(
     sp = tl.program_id(2)
     hk = hq // group
     L = tl.load(seqlen_ptr + b).to(tl.int64)
-    start = sp * split_len
+    start = sp.to(tl.int64) * split_len
     end = tl.minimum(start + split_len, L)
     row = tl.load(indptr_ptr + b)
     offs_d = tl.arange(0, BLOCK_D)
