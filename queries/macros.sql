@@ -18,12 +18,11 @@
 --     unless the whole hour lies inside the window).
 -- Each *_utc macro returns NULL when it refuses; the matching *_problem macro says why.
 --
--- Speed: an ICU time-zone conversion per row costs ~5 calls. The table tz_hours (zone, local hour,
--- offset) holds the offset in force for every local hour around the incident window, computed once per
--- zone with kvir_hour_offsets (toolkit/formats/settings.py); an adapter joins it on
--- (zone, date_trunc('hour', naive time)) and converts with kvir_local_to_utc_o / kvir_parse_ts_o, which
--- fall back to the exact per-row path for hours near a DST transition or outside the table. Both paths
--- give the same answer (tests/formats/test_time.py).
+-- Speed: an ICU time-zone conversion per row costs ~5 calls. Each source's settings hold tz_segments:
+-- the spans of local time around the incident window over which the zone's offset does not change (at
+-- most 8, from kvir_hour_offsets, toolkit/formats/settings.py). kvir_parse_ts_s / kvir_local_to_utc_o
+-- convert a time inside a span with one subtraction and fall back to the exact per-row path near a DST
+-- transition or outside the spans. Both paths give the same answer (tests/formats/test_time.py).
 
 -- offset of zone tz at instant u, as an INTERVAL (local minus UTC)
 CREATE OR REPLACE MACRO kvir_tz_offset(u, tz) AS timezone(tz, u) - timezone('UTC', u);
@@ -96,12 +95,12 @@ CREATE OR REPLACE MACRO kvir_hour_offset_min(h, tz) AS CASE
         THEN CAST(epoch(kvir_tz_offset(timezone(tz, h), tz)) // 60 AS INTEGER)
     ELSE NULL END;
 
--- The offsets of local hours h0, h0+1h, ..., h0+(n-1)h (the rows of tz_hours for one zone).
+-- The offsets of local hours h0, h0+1h, ..., h0+(n-1)h (run-length encoded into a source's tz_segments).
 CREATE OR REPLACE MACRO kvir_hour_offsets(tz, h0, n) AS CASE
     WHEN tz IS NULL OR h0 IS NULL OR n IS NULL OR n <= 0 THEN NULL
     ELSE list_transform(range(n), lambda i: kvir_hour_offset_min(h0 + to_hours(i), tz)) END;
 
--- kvir_local_to_utc given hour_off, the offset tz_hours holds for t's local hour (NULL: not known there);
+-- kvir_local_to_utc given hour_off, the offset in force around t when known (NULL: not known there);
 -- same answers, far fewer ICU calls.
 CREATE OR REPLACE MACRO kvir_local_to_utc_o(t, tz, off_min, hour_off) AS CASE
     WHEN t IS NULL THEN NULL
@@ -115,8 +114,7 @@ CREATE OR REPLACE MACRO kvir_naive_ts(s) AS try_strptime(s, [
     '%Y-%m-%dT%H:%M:%S.%f', '%Y-%m-%d %H:%M:%S.%f', '%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S',
     '%Y-%m-%dT%H:%M', '%Y-%m-%d %H:%M']);
 
--- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused; hour_off as for kvir_local_to_utc_o
--- (the tz_hours offset of kvir_naive_ts(s)'s hour, or NULL).
+-- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused; hour_off as for kvir_local_to_utc_o.
 CREATE OR REPLACE MACRO kvir_parse_ts_o(s, tz, off_min, hour_off) AS CASE
     WHEN s IS NULL THEN NULL
     WHEN kvir_naive_ts(s) IS NOT NULL THEN kvir_local_to_utc_o(kvir_naive_ts(s), tz, off_min, hour_off)
@@ -129,6 +127,24 @@ CREATE OR REPLACE MACRO kvir_parse_ts_o(s, tz, off_min, hour_off) AS CASE
 
 -- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused.
 CREATE OR REPLACE MACRO kvir_parse_ts(s, tz, off_min) AS kvir_parse_ts_o(s, tz, off_min, NULL::INTEGER);
+
+-- The offset of the stable span (segs: a source's tz_segments, sorted, at most 8) that holds local time t;
+-- NULL when none does. Unrolled: a lambda over the list costs far more per row than eight comparisons.
+CREATE OR REPLACE MACRO kvir_segment_off(t, segs) AS CASE
+    WHEN t IS NULL OR segs IS NULL THEN NULL
+    WHEN t >= segs[1].lo AND t < segs[1].hi THEN segs[1].off
+    WHEN t >= segs[2].lo AND t < segs[2].hi THEN segs[2].off
+    WHEN t >= segs[3].lo AND t < segs[3].hi THEN segs[3].off
+    WHEN t >= segs[4].lo AND t < segs[4].hi THEN segs[4].off
+    WHEN t >= segs[5].lo AND t < segs[5].hi THEN segs[5].off
+    WHEN t >= segs[6].lo AND t < segs[6].hi THEN segs[6].off
+    WHEN t >= segs[7].lo AND t < segs[7].hi THEN segs[7].off
+    WHEN t >= segs[8].lo AND t < segs[8].hi THEN segs[8].off
+    ELSE NULL END;
+
+-- kvir_parse_ts with the source's stable spans (settings.tz_segments): the fast path for host-local logs.
+CREATE OR REPLACE MACRO kvir_parse_ts_s(s, tz, off_min, segs) AS
+    kvir_parse_ts_o(s, tz, off_min, kvir_segment_off(kvir_naive_ts(s), segs));
 
 -- Year-less local stamps ('MM-DD HH:MM:SS', vLLM's default date format).
 -- The candidate dates: the stamp in each year from the window's first year - 1 to its last year + 1.

@@ -21,13 +21,8 @@ WITH parsed AS (
                       "cached_tokens":"VARCHAR","e2e_latency":"VARCHAR",
                       "finish_reason":{"type":"VARCHAR","status_code":"VARCHAR"}}}}'))
         END AS j,
-        s.tz_iana, s.tz_offset_min, s.max_line_bytes
+        s.tz_iana, s.tz_offset_min, s.tz_segments, s.max_line_bytes
     FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
-),
-hours AS (      -- the offset of each line's local hour, from tz_hours (one join instead of ICU calls per row)
-    SELECT p.*, h.off_min AS hour_off
-    FROM parsed AS p
-    LEFT JOIN tz_hours AS h ON h.tz = p.tz_iana AND h.local_hour = date_trunc('hour', kvir_naive_ts(p.j.timestamp))
 ),
 fields AS (
     SELECT p.source_id, p.line_no, p.line_bytes, p.text, p.j, p.max_line_bytes,
@@ -39,9 +34,9 @@ fields AS (
         TRY_CAST(p.j.out.meta_info.e2e_latency AS DOUBLE) AS latency_s,
         p.j.out.meta_info.finish_reason.type AS ftype,
         TRY_CAST(p.j.out.meta_info.finish_reason.status_code AS INTEGER) AS fstatus,
-        kvir_parse_ts_o(p.j.timestamp, p.tz_iana, p.tz_offset_min, p.hour_off) AS ts_fin,
+        kvir_parse_ts_s(p.j.timestamp, p.tz_iana, p.tz_offset_min, p.tz_segments) AS ts_fin,
         p.tz_iana, p.tz_offset_min
-    FROM hours AS p
+    FROM parsed AS p
 ),
 classified AS (
     SELECT f.*,

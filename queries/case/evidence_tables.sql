@@ -8,8 +8,8 @@
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS file_name VARCHAR;
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS window_start TIMESTAMPTZ;
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS window_end TIMESTAMPTZ;
--- the UTC offset of every local hour around the window, per zone (queries/macros.sql: kvir_local_to_utc_o)
-CREATE TABLE IF NOT EXISTS tz_hours (tz VARCHAR, local_hour TIMESTAMP, off_min INTEGER, PRIMARY KEY (tz, local_hour));
+-- spans of local time with one UTC offset, around the window (queries/macros.sql: kvir_parse_ts_s)
+ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS tz_segments STRUCT(lo TIMESTAMP, hi TIMESTAMP, off INTEGER)[];
 CREATE TABLE IF NOT EXISTS evidence_joins (
     source_id INTEGER,            -- the source whose requests were joined in this pass
     pass VARCHAR,                 -- candidate: no prompt length; identity: a gateway's customer id

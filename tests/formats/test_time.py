@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvir.formats.settings import hour_offsets
+from kvir.formats.settings import hour_offsets, tz_segments
 from kvir.sql import run
 
 UTC = dt.timezone.utc
@@ -89,20 +89,20 @@ def test_yearless_stamps_refused_with_a_reason(con, stamp, year, window, why):
     assert got is None and why in problem
 
 
+WINDOW_2Y = (dt.datetime(2026, 3, 1, tzinfo=UTC), dt.datetime(2027, 11, 1, tzinfo=UTC))
 ZONES = ["America/Chicago", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kolkata", "America/St_Johns", "UTC"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(zone=st.sampled_from(ZONES),
        local=st.datetimes(min_value=dt.datetime(2026, 1, 1), max_value=dt.datetime(2027, 12, 31)))
-def test_hour_table_gives_the_exact_answer(con, zone, local):
-    """kvir_local_to_utc_o with the hour's offset from the table (tz_hours) == kvir_local_to_utc (per row) ==
-    Python's zoneinfo, folds and gaps included."""
-    h0 = dt.datetime(2026, 1, 1)
-    offs = hour_offsets(zone, h0, 24 * 731)
-    hour_off = offs[int((local - h0).total_seconds() // 3600)]
-    fast, exact = con.execute("SELECT kvir_local_to_utc_o($t, $tz, NULL, $off::INTEGER), kvir_local_to_utc($t, $tz, NULL)",
-                              {"t": local, "tz": zone, "off": hour_off}).fetchone()
+def test_stable_spans_give_the_exact_answer(con, zone, local):
+    """The fast path (a source's tz_segments) == kvir_local_to_utc (per row) == Python's zoneinfo,
+    folds and gaps included."""
+    segs = tz_segments(zone, WINDOW_2Y)
+    fast, exact = con.execute(
+        "SELECT kvir_local_to_utc_o($t, $tz, NULL, kvir_segment_off($t, $segs::STRUCT(lo TIMESTAMP, hi TIMESTAMP, off INTEGER)[])), "
+        "kvir_local_to_utc($t, $tz, NULL)", {"t": local, "tz": zone, "segs": segs}).fetchone()
     assert fast == exact
     z = zoneinfo.ZoneInfo(zone)
     a, b = local.replace(tzinfo=z, fold=0), local.replace(tzinfo=z, fold=1)
@@ -112,6 +112,15 @@ def test_hour_table_gives_the_exact_answer(con, zone, local):
         assert exact == a.astimezone(UTC)
     else:
         assert exact is None          # a fold (two instants) or a gap (none): refused
+
+
+def test_stable_spans_leave_out_the_hours_near_a_transition():
+    segs = tz_segments("America/Chicago", WINDOW_2Y)
+    assert 3 <= len(segs) <= 8
+    # no span contains 2026-11-01 01:30 (the fold) or 2026-03-08 02:30 (the gap)
+    for t in (dt.datetime(2026, 11, 1, 1, 30), dt.datetime(2026, 3, 8, 2, 30)):
+        assert not any(s["lo"] <= t < s["hi"] for s in segs)
+    assert {s["off"] for s in segs} == {-300, -360}
 
 
 def test_hour_table_covers_the_window_with_a_margin():

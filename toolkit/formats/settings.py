@@ -2,11 +2,11 @@
 
     file_name         the file's base name (the metrics export's hour lives there)
     window_start/end  the incident window (year-less vLLM stamps take the year nearest to it)
-
-and, per zone, the table tz_hours (zone, local hour, offset): the UTC offset in force for every local
-hour of the window and WINDOW_MARGIN either side (queries/macros.sql: kvir_hour_offsets). Adapters join
-it on the local hour of each time and convert with kvir_local_to_utc_o, which falls back to the exact
-per-row path outside that range and near DST transitions.
+    tz_segments       for a source in an IANA zone: the spans of local time, within the window and
+                      WINDOW_MARGIN either side, over which the zone's UTC offset stays the same (hours
+                      near a DST transition are left out), at most MAX_SEGMENTS. queries/macros.sql
+                      (kvir_parse_ts_s) converts a time inside a span with one subtraction and everything
+                      else through the exact per-row path.
 """
 from __future__ import annotations
 
@@ -21,10 +21,13 @@ if TYPE_CHECKING:  # pragma: no cover
 WINDOW_MARGIN = dt.timedelta(days=61)
 MAX_HOURS = 24 * 800
 
+MAX_SEGMENTS = 8
+
 EXTRA_COLUMNS = (
     ("file_name", "VARCHAR"),
     ("window_start", "TIMESTAMPTZ"),
     ("window_end", "TIMESTAMPTZ"),
+    ("tz_segments", "STRUCT(lo TIMESTAMP, hi TIMESTAMP, off INTEGER)[]"),
 )
 
 
@@ -55,21 +58,40 @@ def hour_offsets(tz: str, h0: dt.datetime, n: int) -> list[int | None]:
         con.close()
 
 
-def write_extra_settings(case: "Case", src: "Source") -> None:
-    """Fill the extra columns of the source's settings row (queries/case/evidence_tables.sql adds them), and
-    the zone's rows of tz_hours the first time a source in that zone is seen."""
-    window = getattr(src, "window", None)
-    case.con.execute(
-        "UPDATE source_settings SET file_name = $f, window_start = $ws, window_end = $we WHERE source_id = $id",
-        {"f": src.paths[0].name, "ws": window[0] if window else None, "we": window[1] if window else None,
-         "id": src.source_id})
-    tz = src.tz.iana if src.tz is not None else None
+def tz_segments(tz: str, window: tuple[dt.datetime, dt.datetime] | None) -> list[dict] | None:
+    """Run-length encoded hour offsets: [{lo, hi, off}] spans of local time with one offset, sorted; the
+    MAX_SEGMENTS spans nearest the window when there are more."""
+    segs = _tz_segments(tz, window)
+    return None if segs is None else [dict(s) for s in segs]
+
+
+@lru_cache(maxsize=64)
+def _tz_segments(tz: str, window: tuple[dt.datetime, dt.datetime] | None) -> tuple | None:
     rng = hour_range(window)
-    if tz is None or rng is None:
-        return
-    if case.con.execute("SELECT count(*) FROM tz_hours WHERE tz = $tz", {"tz": tz}).fetchall()[0][0]:
-        return
-    offsets = hour_offsets(tz, rng[0], rng[1])
+    if rng is None:
+        return None
+    h0, n = rng
+    spans: list[dict] = []
+    for i, off in enumerate(hour_offsets(tz, h0, n)):
+        t = h0 + dt.timedelta(hours=i)
+        if spans and spans[-1]["off"] == off and spans[-1]["hi"] == t:
+            spans[-1]["hi"] = t + dt.timedelta(hours=1)
+        else:
+            spans.append({"lo": t, "hi": t + dt.timedelta(hours=1), "off": off})
+    stable = [s for s in spans if s["off"] is not None]
+    if len(stable) > MAX_SEGMENTS and window is not None:
+        mid = window[0].astimezone(dt.timezone.utc).replace(tzinfo=None) + (window[1] - window[0]) / 2
+        stable = sorted(sorted(stable, key=lambda s: abs((s["lo"] + (s["hi"] - s["lo"]) / 2) - mid))[:MAX_SEGMENTS],
+                        key=lambda s: s["lo"])
+    return tuple(tuple(s.items()) for s in stable)
+
+
+def write_extra_settings(case: "Case", src: "Source") -> None:
+    """Fill the extra columns of the source's settings row (queries/case/evidence_tables.sql adds them)."""
+    window = getattr(src, "window", None)
+    segs = tz_segments(src.tz.iana, window) if src.tz is not None and src.tz.iana else None
     case.con.execute(
-        "INSERT INTO tz_hours SELECT $tz, $h0::TIMESTAMP + to_hours(CAST(u.i - 1 AS BIGINT)), u.off "
-        "FROM unnest($offs::INTEGER[]) WITH ORDINALITY AS u(off, i)", {"tz": tz, "h0": rng[0], "offs": offsets})
+        "UPDATE source_settings SET file_name = $f, window_start = $ws, window_end = $we, tz_segments = $segs "
+        "WHERE source_id = $id",
+        {"f": src.paths[0].name, "ws": window[0] if window else None, "we": window[1] if window else None,
+         "segs": segs, "id": src.source_id})
