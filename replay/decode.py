@@ -114,7 +114,8 @@ class DecodeWorker:
         outs = [int(first_token)]
         pool, ledger, dims = self.node.pool, self.node.ledger, self.model.dims
         owners = torch.tensor([st.uid], dtype=torch.int64, device=pool.device)
-        check = None if check_mode is None else OwnerCheck(pool.page_owner, pool.page_epoch, pool.slot_stamp, owners, check_mode)
+        check = None if check_mode is None else OwnerCheck(pool.page_owner, pool.page_epoch, pool.slot_stamp, owners, check_mode,
+                                                        pool.page_fresh)
         for t in range(1, n_steps + 1):
             step = next_step()
             pos = st.seq_len
@@ -124,7 +125,7 @@ class DecodeWorker:
             token_in = outs[-1]
             # stamp and record the write first: the current token is attended by every layer
             pool.touch(slot)                          # journal the page before anything on it changes
-            pool.slot_stamp[slot] = pool.page_epoch[slot // self.node.page_size]
+            pool.stamp(slot)
             s_np = slot.cpu().numpy()
             ledger.on_write(s_np, st.uid, np.array([pos], dtype=np.int32), np.array([token_in], dtype=np.int32),
                             step, self.node.alloc.epoch)

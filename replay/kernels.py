@@ -17,9 +17,10 @@ that tenancy. Check modes:
     count   nothing is excluded (unpatched math); failing slots are only counted (canary verification)
     raise   IsolationViolation on the first row with a failing slot (fail-loud)
 
-The pure-torch implementation below is the CPU default: it walks the row in chunks of whole pages with
-an online softmax, so the gathered K/V of a chunk stays in cache instead of materialising the whole
-context, and each gathered row is a whole page (page_size x Hkv x D elements), not a single token.
+The pure-torch implementation below is the CPU default. Per row it computes all scores (one BLAS pass
+over the pool's K when the row covers much of the pool, else page-granular gathers in chunks), the
+softmax, then the weighted V sum in one pass over the row's V rows (embedding_bag with per-token weights
+for one query head per KV head; page-granular chunked gathers for GQA groups and bf16).
 The Triton implementation (triton_kernels.py) serves CUDA. reference.py is the float64 oracle.
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from .page_table import PageTable
 
@@ -52,6 +54,7 @@ class OwnerCheck:
     slot_stamp: torch.Tensor      # int32 [slots]
     owners: torch.Tensor          # int64 [B]
     mode: str = "mask"            # mask | count | raise
+    page_fresh: torch.Tensor | None = None   # int32 [pages + 1] (pool.py): skips slot stamps of whole pages
 
     def __post_init__(self) -> None:
         if self.mode not in ("mask", "count", "raise"):
@@ -71,11 +74,25 @@ def posenc(j: torch.Tensor, bits: int = POS_BITS) -> torch.Tensor:
     return (((j[:, None] >> shifts) & 1).to(torch.float32) * 2.0) - 1.0
 
 
-def owned_mask(check: OwnerCheck, table: PageTable, b: int) -> torch.Tensor:
-    """bool [seq_len]: slot j of row b passes the owner/epoch check (computed page by page)."""
+def owned_mask(check: OwnerCheck, table: PageTable, b: int) -> torch.Tensor | None:
+    """bool [seq_len]: slot j of row b passes the owner/epoch check; None when every slot passes.
+
+    With page_fresh, a page the row owns whose every slot carries the current epoch passes whole and
+    the slot stamps are read only for the other pages (a normal request: just its last page)."""
     pages = table.pages(b)
     P, L = table.page_size, table.seq_len(b)
     own = check.page_owner[pages] == check.owners[b].to(check.page_owner.dtype)
+    if check.page_fresh is not None:
+        whole = own & (check.page_fresh[pages] == P)
+        if bool(whole[:-1].all()):
+            last = int(pages[-1])
+            n_last = L - (pages.numel() - 1) * P
+            ok_last = own[-1] & (check.slot_stamp[last * P: last * P + n_last] == check.page_epoch[last])
+            if bool(ok_last.all()):
+                return None
+            ok = torch.ones(L, dtype=torch.bool, device=pages.device)
+            ok[L - n_last:] = ok_last
+            return ok
     stamps = check.slot_stamp.view(-1, P).index_select(0, pages)            # [n, P]
     ok = (stamps == check.page_epoch[pages][:, None]) & own[:, None]
     return ok.reshape(-1)[:L]
@@ -140,7 +157,6 @@ def _torch_paged_decode(q, k_cache, v_cache, table, sm_scale, check, pos_query, 
     if table.batch_size != B:
         raise ValueError(f"table has {table.batch_size} rows, q has {B}")
     G = Hq // Hkv
-    kp, vp = _paged_view(k_cache, P), _paged_view(v_cache, P)
     cp = max(1, (chunk_tokens or default_chunk(k_cache)) // P)
     acc_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32   # bf16/fp32 accumulate in fp32
     out = torch.zeros(B, Hq, D, dtype=acc_dtype, device=q.device)
@@ -150,7 +166,7 @@ def _torch_paged_decode(q, k_cache, v_cache, table, sm_scale, check, pos_query, 
         keep = None
         if check is not None:
             ok = owned_mask(check, table, b)
-            n_bad = int(ok.numel() - int(ok.sum()))
+            n_bad = 0 if ok is None else int(ok.numel() - int(ok.sum()))
             foreign[b] = n_bad
             if n_bad and check.mode == "raise":
                 bad_pages = torch.unique(table.slots(b)[~ok] // P).tolist()
@@ -159,10 +175,71 @@ def _torch_paged_decode(q, k_cache, v_cache, table, sm_scale, check, pos_query, 
                 keep = ok
         qg = q[b].to(acc_dtype).view(Hkv, G, D)
         pq = pos_query[b].to(acc_dtype).view(Hkv, G, -1) if pos_query is not None else None
-        o, m, l = _attend(qg, kp, vp, table.pages(b), table.seq_len(b), sm_scale, keep, pq, cp)
-        out[b] = o.view(Hq, D)
-        lse[b] = torch.where(l > 0, m + torch.log(l), torch.full_like(m, -math.inf)).view(Hq).float()
+        s = _row_scores(qg, k_cache, table, b, sm_scale, pq, keep, cp)             # [Hkv, G, L]
+        m = s.amax(-1)
+        base = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+        p = _exp_(s.sub_(base[..., None]))                                         # in place: s is ours
+        l = p.sum(-1)
+        acc = _row_values(p, v_cache, table, b, keep, cp)                           # [Hkv, G, D]
+        out[b] = torch.where(l[..., None] > 0, acc / l.clamp_min(1e-30)[..., None], torch.zeros_like(acc)).view(Hq, D)
+        lse[b] = torch.where(l > 0, base + torch.log(l.clamp_min(1e-30)), torch.full_like(l, -math.inf)).view(Hq).float()
     return AttentionOutput(out.to(q.dtype), lse, foreign)
+
+
+# Score the whole pool in one BLAS pass when it holds at most this many times the row's tokens: reading
+# every K row once beats gathering the row's pages (a copy) and multiplying them (measured, replay_bench).
+POOL_SCORING = 2.0
+
+
+def _row_scores(qg, k_cache, table, b, sm_scale, pq, keep, cp) -> torch.Tensor:
+    """Scores of row b: [Hkv, G, L], scaled, with the positional term, failing slots at -inf."""
+    Hkv, G, D = qg.shape
+    L, P = table.seq_len(b), table.page_size
+    if sm_scale != 1.0:
+        qg = qg * sm_scale                            # scale the query once, not every score
+    if k_cache.dtype == qg.dtype and k_cache.shape[0] <= POOL_SCORING * L:
+        # [Hkv, S, G] for every slot of the pool; only the row's are kept. Slots failing the check get a
+        # score here but are set to -inf below and their V rows are never read.
+        sp = torch.bmm(k_cache.transpose(0, 1), qg.transpose(1, 2))
+        if Hkv * G == 1:
+            s = sp.view(-1).index_select(0, table.slots(b)).view(1, 1, L)
+        else:
+            s = sp.index_select(1, table.slots(b)).transpose(1, 2)
+    else:
+        kp = _paged_view(k_cache, P)
+        # bmm over KV heads with strided operands maps onto BLAS directly; matmul(q, K.permute(1, 2, 0)) is
+        # ~250x slower on CPU for a single-row query (measured: 8.8 ms vs 0.034 ms for 16 K tokens)
+        s = torch.cat([torch.bmm(kp.index_select(0, pg).view(-1, Hkv, D)[:n].transpose(0, 1).to(qg.dtype),
+                                 qg.transpose(1, 2)) for _, n, pg in _chunks(table.pages(b), L, P, cp)], 1).transpose(1, 2)
+    s = s.contiguous()
+    if pq is not None:
+        s += pos_scores(pq, 0, L)
+    if keep is not None:
+        s.masked_fill_(~keep, -math.inf)              # also replaces NaN scores of stale slots
+    return s
+
+
+def _row_values(p, v_cache, table, b, keep, cp) -> torch.Tensor:
+    """sum_j p[h, g, j] * V[slot(j)] for row b: [Hkv, G, D]. Failing slots (keep False) are never read."""
+    Hkv, G, L = p.shape
+    D = v_cache.shape[-1]
+    slots = table.slots(b)
+    if keep is not None:
+        slots = torch.where(keep, slots, torch.zeros_like(slots))      # slot 0: the reserved zero page
+    if G == 1 and v_cache.dtype == p.dtype:
+        # one weighted pass over the row's V rows, no gathered copy: embedding_bag with per-token weights
+        idx = slots if Hkv == 1 else (slots[None, :] * Hkv + torch.arange(Hkv, device=slots.device)[:, None]).reshape(-1)
+        offsets = torch.arange(Hkv, device=slots.device) * L
+        return F.embedding_bag(idx, v_cache.view(-1, D), offsets, mode="sum",
+                               per_sample_weights=p.reshape(-1)).view(Hkv, 1, D)
+    vp = _paged_view(v_cache, table.page_size)
+    acc = torch.zeros(Hkv, G, D, dtype=p.dtype, device=p.device)
+    for j0, n, pg in _chunks(table.pages(b), L, table.page_size, cp):
+        V = vp.index_select(0, pg).view(-1, Hkv, D)[:n]
+        if keep is not None:
+            V = V.masked_fill(~keep[j0: j0 + n, None, None], 0)        # 0 weight x NaN would still be NaN
+        acc += torch.bmm(p[..., j0: j0 + n], V.transpose(0, 1).to(p.dtype))
+    return acc
 
 
 def _paged_view(cache: torch.Tensor, P: int) -> torch.Tensor:
@@ -179,56 +256,14 @@ def _chunks(pages: torch.Tensor, L: int, P: int, cp: int):
         yield j0, min(L - j0, cp * P), pages[c0: c0 + cp]
 
 
-def _scores(qg, kp, pg, n, sm_scale, pos, j0, keep_c):
-    """Scores [Hkv, G, n] of one chunk: whole pages are gathered (rows of P * Hkv * D elements)."""
-    Hkv, G, D = qg.shape
-    K = kp.index_select(0, pg).view(-1, Hkv, D)[:n]
-    # bmm over KV heads with strided operands maps onto BLAS directly; matmul(q, K.permute(1, 2, 0)) is
-    # ~250x slower on CPU for a single-row query (measured: 8.8 ms vs 0.034 ms for 16 K tokens)
-    s = torch.bmm(K.transpose(0, 1).to(qg.dtype), qg.transpose(1, 2)).transpose(1, 2)
-    if sm_scale != 1.0:
-        s = s * sm_scale
-    if pos is not None:
-        s = s + pos[..., j0: j0 + n]
-    if keep_c is not None:
-        s = s.masked_fill(~keep_c, -math.inf)          # also replaces NaN scores of stale slots
-    return s
-
-
-def _exp(x: torch.Tensor) -> torch.Tensor:
-    """exp(x) with weights below e^-60 (fp32; e^-700 in fp64) set to 0 instead of computed.
+def _exp_(x: torch.Tensor) -> torch.Tensor:
+    """exp(x) in place, with x first clamped to -80 (fp32; -700 in fp64).
 
     Sharp attention (the recall model's scores differ by multiples of 24) otherwise produces subnormal
     weights, and x86 arithmetic on subnormals is ~100x slower (measured: a 16 K-token chunk went from
-    0.03 ms to 6 ms). A dropped weight is below 9e-27 of the largest, far under fp32 resolution."""
-    cut = -700.0 if x.dtype == torch.float64 else -60.0
-    return torch.where(x >= cut, torch.exp(x.clamp_min(cut)), 0.0)
-
-
-def _attend(qg, kp, vp, pages, L, sm_scale, keep, pq, cp):
-    """Online softmax over chunks of whole pages; returns (out, max, sum) per (kv head, group)."""
-    Hkv, G, D = qg.shape
-    dt = qg.dtype
-    P = kp.shape[1]
-    m = torch.full((Hkv, G), -math.inf, device=qg.device, dtype=dt)
-    l = torch.zeros((Hkv, G), device=qg.device, dtype=dt)
-    acc = torch.zeros((Hkv, G, D), device=qg.device, dtype=dt)
-    pos = pos_scores(pq, 0, L) if pq is not None else None       # one pass for the whole row
-    for j0, n, pg in _chunks(pages, L, P, cp):
-        kc = None if keep is None else keep[j0: j0 + n]
-        s = _scores(qg, kp, pg, n, sm_scale, pos, j0, kc)
-        m_new = torch.maximum(m, s.amax(-1))
-        base = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
-        p = _exp(s - base[..., None])
-        alpha = _exp(m - base)
-        V = vp.index_select(0, pg).view(-1, Hkv, D)[:n]
-        if kc is not None:
-            V = V.masked_fill(~kc[:, None, None], 0)   # 0 weight x NaN would still be NaN: zero the rows
-        acc = acc * alpha[..., None] + torch.bmm(p, V.transpose(0, 1).to(dt))
-        l = l * alpha + p.sum(-1)
-        m = m_new
-    o = torch.where(l[..., None] > 0, acc / l.clamp_min(1e-30)[..., None], torch.zeros_like(acc))
-    return o, m, l
+    0.03 ms to 6 ms). A clamped weight is e^-80 ~ 1.8e-35 of the largest instead of smaller: far below
+    fp32 resolution, and independent of the slot's contents (masked slots stay content-free)."""
+    return x.clamp_min_(-700.0 if x.dtype == torch.float64 else -80.0).exp_()
 
 
 def attention_probs(q: torch.Tensor, k_cache: torch.Tensor, table: PageTable, b: int, sm_scale: float, *,
@@ -238,13 +273,8 @@ def attention_probs(q: torch.Tensor, k_cache: torch.Tensor, table: PageTable, b:
     With `keep`, failing slots get weight 0 (the patched kernel's view); without, the unpatched view."""
     Hq, D = q.shape[1], q.shape[2]
     Hkv = k_cache.shape[1]
-    P = table.page_size
     qg = q[b].float().view(Hkv, Hq // Hkv, D)
     pq = pos_query[b].float().view(Hkv, Hq // Hkv, -1) if pos_query is not None else None
-    kp = _paged_view(k_cache, P)
-    cp = max(1, (chunk_tokens or default_chunk(k_cache)) // P)
-    pos = pos_scores(pq, 0, table.seq_len(b)) if pq is not None else None
-    parts = [_scores(qg, kp, pg, n, sm_scale, pos, j0, None if keep is None else keep[j0: j0 + n])
-             for j0, n, pg in _chunks(table.pages(b), table.seq_len(b), P, cp)]
-    s = torch.cat(parts, -1).double().reshape(Hq, -1)
-    return torch.softmax(s, -1)
+    cp = max(1, (chunk_tokens or default_chunk(k_cache)) // table.page_size)
+    s = _row_scores(qg, k_cache, table, b, sm_scale, pq, keep, cp)
+    return torch.softmax(s.double().reshape(Hq, -1), -1)

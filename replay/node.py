@@ -105,6 +105,8 @@ class KVNode:
             raise AllocatorError(f"{self.name}: device page epochs disagree with the allocator")
         if not np.array_equal(self.pool.slot_stamp.cpu().numpy(), self.ledger.stamp):
             raise AllocatorError(f"{self.name}: device slot stamps disagree with the ledger")
+        if not torch.equal(self.pool.page_fresh, self.pool.count_fresh()):
+            raise AllocatorError(f"{self.name}: per-page fresh counts disagree with the slot stamps")
         written = self.ledger.writer >= 0
         if (self.ledger.stamp[written] <= 0).any():
             raise AllocatorError(f"{self.name}: a written slot has no epoch stamp")

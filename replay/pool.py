@@ -4,6 +4,9 @@
     slot_stamp   int32 [slots]       epoch of the page's tenancy that last wrote the slot (0: never written)
     page_epoch   int32 [pages + 1]   current tenancy of each page (mirror of the allocator)
     page_owner   int32 [pages + 1]   current owner uid (-1 free, -2 the reserved page 0)
+    page_fresh   int32 [pages + 1]   how many of the page's slots carry its current epoch: a page with
+                                     page_size of them passes the check whole, one with 0 fails whole, so
+                                     the patched kernel looks at slot stamps only on partly written pages
 
 A slot belongs to the reading request R exactly when page_owner[page] == R and slot_stamp[slot] ==
 page_epoch[page]: the page is R's now AND the slot was written during R's tenancy. A page R owns but
@@ -47,6 +50,7 @@ class KVPool:
         self.page_epoch = torch.zeros(num_pages + 1, dtype=torch.int32, device=self.device)
         self.page_owner = torch.full((num_pages + 1,), FREE, dtype=torch.int32, device=self.device)
         self.page_owner[0] = RESERVED
+        self.page_fresh = torch.zeros(num_pages + 1, dtype=torch.int32, device=self.device)
         self._journals: list[Journal] = []
         self.writes = 0            # number of write/fill calls (a counterfactual must leave it unchanged)
 
@@ -68,11 +72,28 @@ class KVPool:
             raise OverflowError("page epoch or owner uid exceeds int32 (device stamps are int32)")
         idx = torch.as_tensor(np.asarray(pages), dtype=torch.int64, device=self.device)
         self.page_owner[idx] = torch.as_tensor(np.broadcast_to(owner, np.shape(pages)).astype(np.int32), device=self.device)
-        self.page_epoch[idx] = torch.as_tensor(np.broadcast_to(epoch, np.shape(pages)).astype(np.int32), device=self.device)
+        new_epoch = torch.as_tensor(np.broadcast_to(epoch, np.shape(pages)).astype(np.int32), device=self.device)
+        self.page_fresh[idx] = torch.where(self.page_epoch[idx] == new_epoch, self.page_fresh[idx], 0)
+        self.page_epoch[idx] = new_epoch
 
     def sync_all(self, owner: np.ndarray, epoch: np.ndarray) -> None:
         self.page_owner.copy_(torch.as_tensor(owner.astype(np.int32)))
         self.page_epoch.copy_(torch.as_tensor(epoch.astype(np.int32)))
+        self.page_fresh.copy_(self.count_fresh())
+
+    def count_fresh(self) -> torch.Tensor:
+        """page_fresh recomputed from the slot stamps (after an undo; and in integrity checks)."""
+        st = self.slot_stamp.view(-1, self.page_size)
+        return ((st == self.page_epoch[:, None]) & (st > 0)).sum(1).to(torch.int32)
+
+    def stamp(self, slots: torch.Tensor, fresh: bool = True) -> None:
+        """Stamp slots with their page's current epoch (fresh) or 0 (not a tenant's bytes), keeping
+        page_fresh in step. Slots in one call must be distinct."""
+        pages = slots // self.page_size
+        epoch = self.page_epoch[pages]
+        was = ((self.slot_stamp[slots] == epoch) & (epoch > 0)).to(torch.int32)
+        self.page_fresh.index_add_(0, pages, (1 - was) if fresh else -was)
+        self.slot_stamp[slots] = epoch if fresh else torch.zeros_like(epoch)
 
     # ------------------------------------------------------------------ data
     def write(self, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
@@ -82,7 +103,7 @@ class KVPool:
         self.touch(slots)
         self.k.index_copy_(1, slots, k.to(self.device, self.dims.dtype))
         self.v.index_copy_(1, slots, v.to(self.device, self.dims.dtype))
-        self.slot_stamp[slots] = self.page_epoch[slots // self.page_size]
+        self.stamp(slots)
         self.writes += 1
 
     def fill(self, slots: torch.Tensor, k_value: torch.Tensor | float, v_value: torch.Tensor | float,
@@ -96,7 +117,7 @@ class KVPool:
         vv = torch.as_tensor(v_value, dtype=self.dims.dtype, device=self.device).expand(shape)
         self.k.index_copy_(1, slots, kv.contiguous())
         self.v.index_copy_(1, slots, vv.contiguous())
-        self.slot_stamp[slots] = self.page_epoch[slots // self.page_size] if stamp else 0
+        self.stamp(slots, fresh=stamp)
         self.writes += 1
 
     def read(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -148,6 +148,7 @@ def triton_paged_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
         for b in range(B):
             if int(foreign[b]):
                 ok = owned_mask(check, table, b)
+                assert ok is not None
                 pages = torch.unique(table.slots(b)[~ok] // table.page_size).tolist()
                 raise IsolationViolation(b, int(check.owners[b]), int(foreign[b]), pages)
     return AttentionOutput(out.to(q.dtype), lse, foreign)

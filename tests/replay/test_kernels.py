@@ -136,6 +136,28 @@ def test_isolation_patched_bitwise_unchanged_unpatched_changes(impl):
     torch.testing.assert_close(patched0.double(), dense_reference(q, k, v, table, 0.2, keep=keep), rtol=1e-5, atol=1e-5)
 
 
+def test_page_level_fresh_counts_give_the_same_mask():
+    """page_fresh (whole pages pass or fail without reading slot stamps) must mask exactly what the
+    slot-level check masks, including a partly written page in the middle of a row."""
+    from kvir.replay.kernels import owned_mask
+
+    q, k, v, table, check = _owned_scenario()
+    fresh = (check.slot_stamp.view(-1, 16) == check.page_epoch[:, None]).sum(1).to(torch.int32)
+    fast = OwnerCheck(check.page_owner, check.page_epoch, check.slot_stamp, check.owners, "mask", fresh)
+    for b in (0, 1):
+        slow_ok, fast_ok = owned_mask(check, table, b), owned_mask(fast, table, b)
+        assert torch.equal(slow_ok, fast_ok) if fast_ok is not None else bool(slow_ok.all())
+    assert owned_mask(fast, table, 1) is None                   # row 1 owns everything: no slot-level work
+    stamp = check.slot_stamp.clone()
+    stamp[9 * 16 + 3] = 0                                       # a hole in a middle page of row 0
+    fresh2 = (stamp.view(-1, 16) == check.page_epoch[:, None]).sum(1).to(torch.int32)
+    slow2 = OwnerCheck(check.page_owner, check.page_epoch, stamp, check.owners, "mask")
+    fast2 = OwnerCheck(check.page_owner, check.page_epoch, stamp, check.owners, "mask", fresh2)
+    assert torch.equal(owned_mask(slow2, table, 0), owned_mask(fast2, table, 0))
+    assert torch.equal(paged_decode_attention(q, k, v, table, 0.2, check=fast2).out,
+                       paged_decode_attention(q, k, v, table, 0.2, check=slow2).out)
+
+
 def test_check_modes_count_and_raise():
     q, k, v, table, check = _owned_scenario()
     masked = paged_decode_attention(q, k, v, table, 0.2, check=check)
@@ -161,3 +183,41 @@ def test_nan_on_masked_positions_is_not_loaded():
     v2[last * 16 + 4: last * 16 + 16] = float("nan")
     assert torch.equal(paged_decode_attention(q, k2, v2, table, 0.2, check=check).out, base)
     assert torch.isfinite(paged_decode_attention(q, k2, v2, table, 0.2).out[1]).all()
+
+
+@pytest.mark.parametrize("group", [1, 4])
+def test_pool_scoring_path_matches_reference_and_isolates(group, monkeypatch):
+    """A row covering most of the pool takes the whole-pool scoring path; the chunked path must agree, and
+    NaN in the slots the row does not own must not change the patched output."""
+    import kvir.replay.kernels as K
+
+    g = torch.Generator().manual_seed(21 + group)
+    P, pages = 16, 12
+    k = torch.randn((pages + 1) * P, 2, D, generator=g)
+    v = torch.randn((pages + 1) * P, 2, D, generator=g)
+    k[:P] = 0
+    v[:P] = 0
+    row = torch.randperm(pages, generator=g)[:10] + 1
+    table = PageTable.from_rows([row], [150], P)                 # 150 of 192 slots: the pool path
+    q = torch.randn(1, 2 * group, D, generator=g)
+    golden = dense_reference(q, k, v, table, 0.2)
+    pooled = paged_decode_attention(q, k, v, table, 0.2).out
+    monkeypatch.setattr(K, "POOL_SCORING", 0.0)
+    chunked = paged_decode_attention(q, k, v, table, 0.2, chunk_tokens=32).out
+    monkeypatch.undo()
+    for out in (pooled, chunked):
+        torch.testing.assert_close(out.double(), golden, rtol=1e-5, atol=1e-5)
+    owner = torch.full((pages + 1,), 5, dtype=torch.int32)
+    owner[0] = -2
+    epoch = torch.arange(pages + 1, dtype=torch.int32) + 1
+    stamp = (torch.arange((pages + 1) * P) // P).to(torch.int32) + 1
+    stamp[table.slots(0)[100:]] = 0                               # the row wrote only its first 100 tokens
+    check = OwnerCheck(owner, epoch, stamp, torch.tensor([5]), "mask")
+    base = paged_decode_attention(q, k, v, table, 0.2, check=check).out
+    mine = set(table.slots(0)[:100].tolist())
+    other = torch.tensor([s for s in range(P, k.shape[0]) if s not in mine])
+    k2, v2 = k.clone(), v.clone()
+    k2[other], v2[other] = float("nan"), float("nan")
+    assert torch.equal(paged_decode_attention(q, k2, v2, table, 0.2, check=check).out, base)
+    torch.testing.assert_close(base.double(), dense_reference(q, k, v, table, 0.2, keep=[torch.arange(150) < 100]),
+                               rtol=1e-5, atol=1e-5)
