@@ -95,6 +95,8 @@ class PDEngine:
         st = self.decode.preallocate(uid, req.rid, L, L + max(0, req.completion_len - 1), step)
         if st is None:
             return out                                    # waiting for decode memory
+        if attribution:
+            self.decode_node.seal_previous(st.pages)      # what the previous tenants left, hashed
         fwd = self.prefill.forward(intake, uid, step)
         if fwd is None:
             self.decode.release(st, step)

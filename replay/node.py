@@ -64,6 +64,17 @@ class KVNode:
         self.alloc.free(pages, uid)
         self.pool.sync_pages(pages, -1, epochs)
 
+    def seal_previous(self, pages: np.ndarray) -> None:
+        """Record the content hash of each page's previous tenancy, if not yet known. A page keeps its
+        last writer's bytes from its free until its next write, so this is the hash of what that tenancy
+        left (pages a fill mitigation overwrote are skipped: their previous content is gone)."""
+        if self.fill.mode != "none" or np.size(pages) == 0:
+            return
+        prev = self.ledger.last_closed[pages]
+        need = (prev > 0) & (self.ledger.ep["hash"][prev] == 0)
+        if need.any():
+            self.ledger.seal(prev[need], self.pool.page_hashes(np.asarray(pages)[need]))
+
     def overwrite(self, slots: torch.Tensor, k, v) -> None:
         """Fill slots with a non-tenant pattern (zero, NaN, a sentinel): nobody's data afterwards."""
         self.pool.fill(slots, k, v)

@@ -106,3 +106,19 @@ def test_ledger_epoch_records_of_the_pages_read():
     assert [(r["lo"], r["hi"]) for r in recs] == [(0, 16), (0, 16), (0, 1)]
     assert recs[0]["free_step"] < recs[1]["alloc_step"] < recs[1]["free_step"] < recs[2]["alloc_step"]
     assert out.owners[0].epochs == 32                          # C's slots came from 32 page tenancies
+
+
+def test_content_hash_of_the_tenancies_read_equals_the_hash_at_their_free():
+    """The ledger's content hash of each page tenancy V read is what that tenancy left when it was freed
+    (checked against an engine that hashes every page at free time)."""
+    lazy = scenario()
+    lazy.start(V, UnpatchedPolicy(), attribution=True)
+    eager = small_engine(prefill_pool=640, decode_pool=1024, context=4096, page=16, hash_on_free=True)
+    eager.run(A)
+    eager.run(C)
+    led_l, led_e = lazy.decode_node.ledger, eager.decode_node.ledger
+    v_pages = lazy.decode.live[lazy.registry.get("req-V")].pages
+    prev = led_l.last_closed[v_pages]
+X
+    assert (led_l.ep["hash"][prev[prev > 0]] != 0).all()
+    assert np.array_equal(led_l.ep["hash"][prev[prev > 0]], led_e.ep["hash"][prev[prev > 0]])
