@@ -77,8 +77,28 @@ def describe_device(dev: torch.device) -> str:
 
 def replay_case(case_or_path: Case | str | Path, limit: int | None = None, device: str = "auto", canary: bool = False,
                 checksum: bool = False, scale: float | None = None, show_text: bool = False, progress: bool = False,
-                *, max_decode_steps: int = MAX_DECODE_STEPS, causal_top: int = CAUSAL_TOP) -> ReplayRun:
-    """Replay the case's affected responses (see module docstring). `scale` in (0, 1] shrinks every length."""
+                *, max_decode_steps: int = MAX_DECODE_STEPS, causal_top: int = CAUSAL_TOP,
+                threads: int | None = 1) -> ReplayRun:
+    """Replay the case's affected responses (see module docstring). `scale` in (0, 1] shrinks every length.
+
+    threads: torch intra-op threads on CPU while the replay runs (restored afterwards; None keeps torch's
+    setting). One by default: the replay is a long chain of small memory-bound ops, and on a shared
+    machine multi-threaded ops stall (measured on the 2-core development VM with other jobs running:
+    the demo's 12 replays took 3.7 s with one thread and 25.9 s with two)."""
+    if threads is not None and threads < 1:
+        raise KvirError("threads must be at least 1")
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return _replay_case(case_or_path, limit, device, canary, checksum, scale, show_text, progress,
+                            max_decode_steps, causal_top)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _replay_case(case_or_path, limit, device, canary, checksum, scale, show_text, progress, max_decode_steps,
+                 causal_top) -> ReplayRun:
     t0 = time.perf_counter()
     case = case_or_path if isinstance(case_or_path, Case) else open_case(case_or_path)
     f = 1.0 if scale is None else float(scale)
