@@ -118,7 +118,6 @@ def bench_length(L: int, cfg: dict, device: torch.device, repeat: int, impl: str
         row[f"unpatched_over_dense_{stat}"] = row[f"unpatched_{stat}_s"] / row[f"dense_{stat}_s"]
     for n in fns:
         row[f"{n}_GBps_best"] = kv_bytes / row[f"{n}_best_s"] / 1e9
-    del q, k, v, kd, vd
     return row
 
 

@@ -35,7 +35,7 @@ class LoggedRequest:
     ts: int                        # ns since the epoch, UTC
     ts_end: int | None
     prompt_tokens: int
-    completion_tokens: int
+    completion_tokens: int         # -1: a target whose response length the logs do not give
     prefill_node: str | None
     decode_node: str
     is_target: bool
@@ -192,7 +192,9 @@ def build_segments(history: pd.DataFrame, node: str, limits: LimitsSource, targe
         if end is None:
             skipped["end time unknown (released at once)"] = skipped.get("end time unknown (released at once)", 0) + 1
         ct = _int(r.completion_tokens)
-        if ct is None:
+        if ct is None and tgt:
+            ct = -1                       # unknown: the replay decodes its usual number of steps (run.py)
+        elif ct is None:
             skipped["completion length unknown (taken as 1)"] = skipped.get("completion length unknown (taken as 1)", 0) + 1
             ct = 1
         k = int(np.searchsorted(np.array(starts, dtype=np.int64), ts, side="right")) - 1 if starts else -1
@@ -200,6 +202,6 @@ def build_segments(history: pd.DataFrame, node: str, limits: LimitsSource, targe
         if seg is None:
             seg = segs[k] = Segment(node, limits.at(node, "decode", ts), starts[k] if k >= 0 else None)
         seg.requests.append(LoggedRequest(r.request_id, None if pd.isna(r.account_id) else r.account_id, ts, end,
-                                          pt, max(ct, 1 if tgt else ct), None if pd.isna(r.prefill_node) else r.prefill_node,
+                                          pt, ct, None if pd.isna(r.prefill_node) else r.prefill_node,
                                           node, tgt))
     return [segs[k] for k in sorted(segs)], skipped

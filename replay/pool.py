@@ -52,7 +52,6 @@ class KVPool:
         self.page_owner[0] = RESERVED
         self.page_fresh = torch.zeros(num_pages + 1, dtype=torch.int32, device=self.device)
         self._journals: list[Journal] = []
-        self.writes = 0            # number of write/fill calls (a counterfactual must leave it unchanged)
 
     @property
     def num_slots(self) -> int:
@@ -104,7 +103,6 @@ class KVPool:
         self.k.index_copy_(1, slots, k.to(self.device, self.dims.dtype))
         self.v.index_copy_(1, slots, v.to(self.device, self.dims.dtype))
         self.stamp(slots)
-        self.writes += 1
 
     def fill(self, slots: torch.Tensor, k_value: torch.Tensor | float, v_value: torch.Tensor | float,
              *, stamp: bool = False) -> None:
@@ -118,7 +116,6 @@ class KVPool:
         self.k.index_copy_(1, slots, kv.contiguous())
         self.v.index_copy_(1, slots, vv.contiguous())
         self.stamp(slots, fresh=stamp)
-        self.writes += 1
 
     def read(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         slots = slots.to(self.device, torch.int64)

@@ -171,8 +171,14 @@ def _replay_segment(seg: Segment, rows: dict[str, _Row], limits: LimitsSource, m
         pre_o = limits.at(lr.prefill_node, "prefill", lr.ts)
         pre = scale_limits(NodeLimits(pre_o.pool_tokens, pre_o.context_len, dec_o.page_size, source=pre_o.source), f)
         L = scale_length(lr.prompt_tokens, thresholds(pre_o, dec_o), thresholds(pre, dec), f)
-        c = lr.completion_tokens if f == 1.0 or lr.completion_tokens == 0 else max(1, int(round(lr.completion_tokens * f)))
-        if lr.is_target:     # scaling shrinks the KV footprint, never the decode steps that show the leak
+        if lr.completion_tokens < 0:      # a target without a logged response length: the usual steps
+            c = max_steps + 1
+            if lr.request_id in rows:
+                rows[lr.request_id].notes.append(f"its response length is not in the logs: {max_steps} decode steps "
+                                                  f"were replayed")
+        else:
+            c = lr.completion_tokens if f == 1.0 or lr.completion_tokens == 0 else max(1, int(round(lr.completion_tokens * f)))
+        if lr.is_target and lr.completion_tokens >= 0:   # scaling shrinks the KV footprint, not the steps
             c = max(c, min(lr.completion_tokens, max_steps + 1))
         reqs[lr.request_id] = ReplayRequest(lr.request_id, L, c, lr.account_id,
                                             decode_steps=max_steps if lr.is_target else 0, prefill_limits=pre)
@@ -200,7 +206,7 @@ def _replay_segment(seg: Segment, rows: dict[str, _Row], limits: LimitsSource, m
         row = rows.get(rid)
         if row is not None and rid in target_ids:
             row.history = served_before
-            row.notes = notes
+            row.notes = notes + row.notes
             row.engine = engine
             if served_before == 0:
                 row.reason = (f"no earlier request on decode node {seg.node} in the logs: what its pages held "
@@ -235,6 +241,9 @@ def _verdict(r: _Row) -> tuple[str, str]:
     if r.result is None:
         return "inconclusive", r.reason or "not replayed"
     u, p = r.result.unpatched, r.result.patched
+    if u.served and len(u.tokens) <= 1 and p.http_status != 200:
+        return "rejected-by-patch", ("unpatched: HTTP 200, but its only token came from the prefill side: decode "
+                                     f"never attended the pre-allocated slots; patched: HTTP {p.http_status} at {p.stage}")
     if u.served and u.owners:
         n = sum(o.tokens for o in u.owners)
         return "exposed", (f"unpatched: HTTP 200 after prefill computed {u.prefill_tokens} token(s) and decode attended "

@@ -2,8 +2,6 @@
 Python objects, a 700 K-token placeholder request decoded over another request's 600 K tokens."""
 from __future__ import annotations
 
-import pytest
-
 from kvir.replay.attribution import replay_target
 from kvir.replay.config import EngineConfig, NodeLimits
 from kvir.replay.engine import PDEngine

@@ -243,3 +243,21 @@ def test_case_without_node_configs_states_its_assumptions(tmp_path):
     assert run.summary["limits_source"] == "incident"
     assert "2 x context" in v.assumptions and "page size 64" in v.assumptions
     assert v.unpatched_status == 200 and v.patched_status == 400
+
+
+def test_a_one_token_response_never_attended_the_stale_slots():
+    """A response whose only token came from the prefill side never ran a decode step: not exposed."""
+    import pandas as pd
+
+    from kvir.replay.attribution import replay_target
+    from kvir.replay.request import ReplayRequest
+    from kvir.replay.run import _Row, _verdict
+
+    from .helpers import small_engine
+
+    e = small_engine(prefill_pool=640, decode_pool=1024, context=4096, page=16)
+    e.run(ReplayRequest("a", 600, 20, account="x", decode_steps=0))
+    res = replay_target(e, ReplayRequest("one", 700, 1, account="y"))
+    assert res.unpatched.owners and res.unpatched.tokens == [0]
+    verdict, reason = _verdict(_Row(pd.Series({"request_id": "one"}), result=res))
+    assert verdict == "rejected-by-patch" and "never attended" in reason
