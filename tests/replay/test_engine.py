@@ -138,7 +138,11 @@ def _same(a, b) -> bool:
             if not np.array_equal(x, y):
                 return False
         elif isinstance(x, dict):
-            if x.keys() != y.keys() or not all(np.array_equal(x[k], y[k]) for k in x):
+            # content hashes of closed tenancies are filled lazily (a cache of a fact about the past, see
+            # KVNode.seal_previous): a counterfactual may fill an unknown one, never change a known one
+            same = [np.array_equal(x[k], y[k]) if k != "hash" else bool(((x[k] == y[k]) | (x[k] == 0)).all())
+                    for k in x]
+            if x.keys() != y.keys() or not all(same):
                 return False
         elif x != y:
             return False
