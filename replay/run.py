@@ -224,6 +224,11 @@ def _replay_segment(seg: Segment, rows: dict[str, _Row], limits: LimitsSource, m
 
     for _, kind, rid in seg.events():
         if kind in (0, 2):
+            if rid in pending:                         # its logged end came before the model had room for it
+                pending.remove(rid)
+                if rid in target_ids and rid in rows and rows[rid].result is None:
+                    rows[rid].reason = f"the modelled decode node {seg.node} had no room for it before its logged end"
+                continue
             engine.finish(rid)
             while pending and admit(pending[0]):
                 pending.popleft()
