@@ -164,7 +164,7 @@ def test_assumptions_limits_and_outputs_are_recorded(run, case_dir):
     manifest = json.loads((case_dir / "manifest.json").read_text())
     assert manifest["replay"]["exposed"] == 1
     ran = [q["query"] for q in manifest["queries"]]
-    assert "replay/sql/targets.sql" in ran and "replay/sql/write_results.sql" in ran
+    assert "queries/replay/targets.sql" in ran and "queries/replay/write_results.sql" in ran
 
 
 def test_contract_columns(run, case_dir):
