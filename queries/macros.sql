@@ -18,11 +18,12 @@
 --     unless the whole hour lies inside the window).
 -- Each *_utc macro returns NULL when it refuses; the matching *_problem macro says why.
 --
--- Speed: an ICU time-zone conversion per row costs ~5 calls. Each source's settings hold tz_segments:
--- the spans of local time around the incident window over which the zone's offset does not change (at
--- most 8, from kvir_hour_offsets, toolkit/formats/settings.py). kvir_parse_ts_s / kvir_local_to_utc_o
--- convert a time inside a span with one subtraction and fall back to the exact per-row path near a DST
--- transition or outside the spans. Both paths give the same answer (tests/formats/test_time.py).
+-- Speed: an ICU time-zone conversion per row costs ~5 calls. Each source's settings hold tz_spans: up to
+-- four spans of local time around the incident window over which the zone's offset does not change
+-- (from kvir_hour_offsets, toolkit/formats/settings.py), as one STRUCT of scalars (a list would be copied
+-- per row through the settings join). kvir_local_ts_to_utc converts a time inside a span with one
+-- subtraction and falls back to the exact per-row path near a DST transition or outside the spans. Both
+-- paths give the same answer (tests/formats/test_time.py).
 
 -- offset of zone tz at instant u, as an INTERVAL (local minus UTC)
 CREATE OR REPLACE MACRO kvir_tz_offset(u, tz) AS timezone(tz, u) - timezone('UTC', u);
@@ -95,7 +96,7 @@ CREATE OR REPLACE MACRO kvir_hour_offset_min(h, tz) AS CASE
         THEN CAST(epoch(kvir_tz_offset(timezone(tz, h), tz)) // 60 AS INTEGER)
     ELSE NULL END;
 
--- The offsets of local hours h0, h0+1h, ..., h0+(n-1)h (run-length encoded into a source's tz_segments).
+-- The offsets of local hours h0, h0+1h, ..., h0+(n-1)h (run-length encoded into a source's tz_spans).
 CREATE OR REPLACE MACRO kvir_hour_offsets(tz, h0, n) AS CASE
     WHEN tz IS NULL OR h0 IS NULL OR n IS NULL OR n <= 0 THEN NULL
     ELSE list_transform(range(n), lambda i: kvir_hour_offset_min(h0 + to_hours(i), tz)) END;
@@ -128,23 +129,21 @@ CREATE OR REPLACE MACRO kvir_parse_ts_o(s, tz, off_min, hour_off) AS CASE
 -- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused.
 CREATE OR REPLACE MACRO kvir_parse_ts(s, tz, off_min) AS kvir_parse_ts_o(s, tz, off_min, NULL::INTEGER);
 
--- The offset of the stable span (segs: a source's tz_segments, sorted, at most 8) that holds local time t;
--- NULL when none does. Unrolled: a lambda over the list costs far more per row than eight comparisons.
-CREATE OR REPLACE MACRO kvir_segment_off(t, segs) AS CASE
-    WHEN t IS NULL OR segs IS NULL THEN NULL
-    WHEN t >= segs[1].lo AND t < segs[1].hi THEN segs[1].off
-    WHEN t >= segs[2].lo AND t < segs[2].hi THEN segs[2].off
-    WHEN t >= segs[3].lo AND t < segs[3].hi THEN segs[3].off
-    WHEN t >= segs[4].lo AND t < segs[4].hi THEN segs[4].off
-    WHEN t >= segs[5].lo AND t < segs[5].hi THEN segs[5].off
-    WHEN t >= segs[6].lo AND t < segs[6].hi THEN segs[6].off
-    WHEN t >= segs[7].lo AND t < segs[7].hi THEN segs[7].off
-    WHEN t >= segs[8].lo AND t < segs[8].hi THEN segs[8].off
+-- The offset of the stable span of z (a source's tz_spans: lo1, hi1, off1, ... lo4, hi4, off4) that holds
+-- local time t; NULL when none does.
+CREATE OR REPLACE MACRO kvir_span_off(t, z) AS CASE
+    WHEN t IS NULL OR z IS NULL THEN NULL
+    WHEN t >= z.lo1 AND t < z.hi1 THEN z.off1
+    WHEN t >= z.lo2 AND t < z.hi2 THEN z.off2
+    WHEN t >= z.lo3 AND t < z.hi3 THEN z.off3
+    WHEN t >= z.lo4 AND t < z.hi4 THEN z.off4
     ELSE NULL END;
 
--- kvir_parse_ts with the source's stable spans (settings.tz_segments): the fast path for host-local logs.
-CREATE OR REPLACE MACRO kvir_parse_ts_s(s, tz, off_min, segs) AS
-    kvir_parse_ts_o(s, tz, off_min, kvir_segment_off(kvir_naive_ts(s), segs));
+-- The fast path for host-local logs: s a time string, t_naive = kvir_naive_ts(s) computed once by the
+-- adapter, z the source's tz_spans. Same answer as kvir_parse_ts(s, tz, off_min).
+CREATE OR REPLACE MACRO kvir_local_ts_to_utc(s, t_naive, tz, off_min, z) AS CASE
+    WHEN t_naive IS NOT NULL THEN kvir_local_to_utc_o(t_naive, tz, off_min, kvir_span_off(t_naive, z))
+    ELSE kvir_parse_ts(s, tz, off_min) END;
 
 -- Year-less local stamps ('MM-DD HH:MM:SS', vLLM's default date format).
 -- The candidate dates: the stamp in each year from the window's first year - 1 to its last year + 1.

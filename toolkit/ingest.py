@@ -28,7 +28,7 @@ from . import formats as fmts
 from .case import Case
 from .errors import InputError
 from .formats import FORMATS, RECORD_COLUMN_NAMES, RECORD_COLUMNS, Format
-from .lines import DEFAULT_MAX_LINE_BYTES, compression_of, head_lines, iter_line_batches, line_reader
+from .lines import DEFAULT_MAX_LINE_BYTES, compression_of, head_lines, interleave, iter_line_batches, line_reader
 from .lines import TEXT_SCHEMA as LINE_SCHEMA
 from .progress import ByteCounter, Reporter
 from .spec import MAPPABLE_FIELDS, IncidentSpec, SourceSpec
@@ -288,6 +288,9 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     gateway pages must not pay per file. Parquet sources stay in place behind views."""
     con = case.con
     reporter = reporter or Reporter(enabled=False)
+    # strings are written dictionary-compressed while ingesting: choosing FSST per column costs ~a quarter of
+    # the records write (request ids are unique, the rest per-source constants); reset at the end
+    con.execute("SET force_compression = 'dictionary'")
     case.run("case/create_tables")
     case.run("case/evidence_tables")
     t_all = time.perf_counter()
@@ -323,6 +326,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     _build_records_view(case, sources)
     reporter.run("merge records into requests", lambda: _build_requests(case, sources, opts), con=con)
     case.manifest["timings"]["ingest_s"] = round(time.perf_counter() - t_all, 3)
+    con.execute("RESET force_compression")
     return source_counts(case)
 
 
@@ -447,11 +451,13 @@ def _tag(batch: pa.RecordBatch, source_id: int) -> pa.RecordBatch:
 
 def _lines_of(group: list[Source], opts: IngestOptions, on_bytes=None) -> pa.RecordBatchReader:
     """The numbered lines of every file in the group, one stream, each row tagged with its source_id."""
-    def batches():
-        for src in group:
+    def producer(src: Source):
+        def batches():
             for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
                 yield _tag(b, src.source_id)
-    return pa.RecordBatchReader.from_batches(_BATCH_SCHEMA, batches())
+        return batches
+    # several files are split in parallel threads (kvir.lines.interleave); each row keeps its source and line
+    return pa.RecordBatchReader.from_batches(_BATCH_SCHEMA, interleave([producer(s) for s in group]))
 
 
 def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes=None) -> None:
@@ -459,26 +465,29 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
     fmt = group[0].format
     name = f"batch{group[0].source_id}_input"
     reader = fmt.reader
+    inp: Any
     if reader == "lines" or (reader == "json-records" and _variant(group[0]) == "lines"):
-        con.register(name, _lines_of(group, opts, on_bytes))
+        inp = _lines_of(group, opts, on_bytes)
     elif reader == "json-records":
-        con.register(name, _json_documents(case, group))
+        inp = _json_documents(case, group)
     elif reader == "records":
-        con.register(name, fmts.records_input(case, group, opts, on_bytes))
+        inp = fmts.records_input(case, group, opts, on_bytes)
     elif reader == "jsonl-mapped":
-        con.register(name, _register_jsonl_mapped(case, group[0], opts))
+        inp = _register_jsonl_mapped(case, group[0], opts)
     elif reader == "csv-mapped":
-        con.register(name, _register_csv_mapped(case, group[0]))
+        inp = _register_csv_mapped(case, group[0])
     else:
         raise InputError(f"format {fmt.name} has no reader {reader!r}")
     if fmt.side_query:
+        con.register(name, inp)
         con.execute(f"CREATE OR REPLACE TEMP TABLE {name}_kept AS SELECT * FROM {name}")
         con.unregister(name)
-        name = f"{name}_kept"
+        name, inp = f"{name}_kept", None
     sql = case.compile(fmt.adapter, {"input": name, "settings": "source_settings"})
     stage = f"batch{group[0].source_id}_stage"
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {stage} AS {sql}")
+        # a stream of lines runs in chunks DuckDB parses on every thread (kvir.formats.stage)
+        fmts.fill_stage(con, name, inp, sql, stage)
     except Exception as e:  # a reader error (e.g. a truncated gzip member) names the files
         where = group[0].label if len(group) == 1 else f"{group[0].label} (+{len(group) - 1} more {fmt.name} files)"
         raise InputError(f"cannot read as {fmt.name}: {e}", path=where) from None

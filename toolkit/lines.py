@@ -258,3 +258,67 @@ def _find_all(data: np.ndarray, needle: bytes) -> np.ndarray:
         return np.empty(0, np.int64)
     hit = (b[:-2] == needle[0]) & (b[1:-1] == needle[1]) & (b[2:] == needle[2])
     return np.flatnonzero(hit)
+
+
+def interleave(producers: list[Callable[[], Iterator[pa.RecordBatch]]], workers: int | None = None,
+               queue_size: int = 4) -> Iterator[pa.RecordBatch]:
+    """Run several batch producers (one per file) in threads and yield their batches as they come.
+
+    Each batch carries its own source and line numbers, so arrival order does not matter. NumPy and file
+    reads release the GIL, so files are split in parallel while DuckDB parses what is ready; at most
+    queue_size batches per worker wait in memory. An exception in a producer is raised here."""
+    import os
+    import queue
+    import threading
+
+    if not producers:
+        return
+    workers = max(1, min(len(producers), workers or os.cpu_count() or 1))
+    if workers == 1:
+        for make in producers:
+            yield from make()
+        return
+    q: queue.Queue = queue.Queue(maxsize=queue_size * workers)
+    todo = list(reversed(producers))
+    lock = threading.Lock()
+    stop = threading.Event()
+    done = object()
+
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                with lock:
+                    if not todo:
+                        break
+                    make = todo.pop()
+                for batch in make():
+                    while not stop.is_set():
+                        try:
+                            q.put(batch, timeout=0.1)
+                            break
+                        except queue.Full:
+                            continue
+                    if stop.is_set():
+                        return
+        except BaseException as e:  # handed to the consumer, which raises it
+            q.put(e)
+        finally:
+            q.put(done)
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    finished = 0
+    try:
+        while finished < workers:
+            item = q.get()
+            if item is done:
+                finished += 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield item
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=5)

@@ -11,21 +11,20 @@
 -- Written for speed (it is the 10^8-line format): each line is parsed once (TRY(from_json): a malformed
 -- line gives NULL), the common case is decided by the first WHEN, and reasons are only worked out for
 -- the rows that are not requests.
-WITH parsed AS (
+WITH parsed AS (    -- no settings needed to parse: the reader hands over an over-long line empty
     SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text,
-        CASE WHEN i.line_bytes > s.max_line_bytes THEN NULL
-             WHEN starts_with(i.line, '{') OR starts_with(ltrim(i.line), '{') THEN TRY(from_json(i.line,
+        CASE WHEN starts_with(i.line, '{') OR starts_with(ltrim(i.line), '{') THEN TRY(from_json(i.line,
                 '{"timestamp":"VARCHAR","event":"VARCHAR","rid":"VARCHAR",
                   "obj":{"rid":"VARCHAR","bootstrap_room":"VARCHAR"},
                   "out":{"meta_info":{"id":"VARCHAR","prompt_tokens":"VARCHAR","completion_tokens":"VARCHAR",
                       "cached_tokens":"VARCHAR","e2e_latency":"VARCHAR",
                       "finish_reason":{"type":"VARCHAR","status_code":"VARCHAR"}}}}'))
-        END AS j,
-        s.tz_iana, s.tz_offset_min, s.tz_segments, s.max_line_bytes
-    FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
+        END AS j
+    FROM __input__ AS i
 ),
 fields AS (
-    SELECT p.source_id, p.line_no, p.line_bytes, p.text, p.j, p.max_line_bytes,
+    SELECT p.source_id, p.line_no, p.line_bytes, p.text, p.j,
+        p.j.event = 'request.finished' AS finished,
         kvir_text(coalesce(p.j.rid, p.j.obj.rid, p.j.out.meta_info.id)) AS rid,
         kvir_text(p.j.obj.bootstrap_room) AS room,
         kvir_count(p.j.out.meta_info.prompt_tokens) AS prompt_tokens,
@@ -34,25 +33,30 @@ fields AS (
         TRY_CAST(p.j.out.meta_info.e2e_latency AS DOUBLE) AS latency_s,
         p.j.out.meta_info.finish_reason.type AS ftype,
         TRY_CAST(p.j.out.meta_info.finish_reason.status_code AS INTEGER) AS fstatus,
-        kvir_parse_ts_s(p.j.timestamp, p.tz_iana, p.tz_offset_min, p.tz_segments) AS ts_fin,
-        p.tz_iana, p.tz_offset_min
+        kvir_naive_ts(p.j.timestamp) AS t_naive
     FROM parsed AS p
+),
+timed AS (    -- a time is converted only for finished events: elsewhere the join key is NULL (nothing joined)
+    SELECT f.*, z.tz_iana, z.tz_offset_min,
+        kvir_local_ts_to_utc(f.j.timestamp, f.t_naive, z.tz_iana, z.tz_offset_min, z.tz_spans) AS ts_fin
+    FROM fields AS f
+    LEFT JOIN __settings__ AS z ON z.source_id = CASE WHEN f.finished THEN f.source_id END
 ),
 classified AS (
     SELECT f.*,
         CASE
-            WHEN f.j.event = 'request.finished' AND f.rid IS NOT NULL AND f.prompt_tokens IS NOT NULL
+            WHEN f.finished AND f.rid IS NOT NULL AND f.prompt_tokens IS NOT NULL
                  AND kvir_in_range(f.ts_fin) AND f.latency_s >= 0 THEN 'request'
-            WHEN f.line_bytes > f.max_line_bytes THEN 'bad'
+            WHEN f.line_bytes > 0 AND f.text = '' THEN 'bad'      -- over-long: the reader dropped its content
             WHEN f.j IS NULL AND trim(f.text) = '' THEN 'skip'
             WHEN f.j.event = 'request.received' THEN 'skip'
             ELSE 'bad' END AS kind
-    FROM fields AS f
+    FROM timed AS f
 ),
 reasoned AS (
     SELECT c.*,
         CASE WHEN c.kind = 'request' THEN NULL ELSE CASE
-            WHEN c.line_bytes > c.max_line_bytes THEN 'line longer than ' || c.max_line_bytes || ' bytes'
+            WHEN c.line_bytes > 0 AND c.text = '' THEN 'line longer than ' || s.max_line_bytes || ' bytes'
             WHEN c.j IS NULL AND trim(c.text) = '' THEN 'blank line'
             WHEN c.j IS NULL AND json_valid(c.text) THEN 'JSON value is not an object'
             WHEN c.j IS NULL THEN 'malformed JSON'
@@ -66,8 +70,9 @@ reasoned AS (
                 THEN kvir_ts_problem(c.j.timestamp, c.ts_fin, c.tz_iana, c.tz_offset_min)
             WHEN c.latency_s IS NULL THEN 'missing or non-numeric field: out.meta_info.e2e_latency'
             WHEN c.latency_s < 0 THEN 'negative e2e_latency'
-            ELSE 'unreadable record' END END AS reason
-    FROM classified AS c
+            ELSE 'unreadable record' END END AS reason,
+        s.served_model AS s_served_model, s.role AS s_role, s.node AS s_node, s.keep_raw AS s_keep_raw
+    FROM classified AS c JOIN __settings__ AS s ON s.source_id = c.source_id
 )
 SELECT
     r.source_id::INTEGER AS source_id,
@@ -80,17 +85,17 @@ SELECT
     CASE WHEN r.kind = 'request' THEN r.ts_fin END AS ts_end,
     0 AS ts_granularity_s,
     NULL::VARCHAR AS account_id,
-    CASE WHEN r.kind = 'request' THEN s.served_model END AS model,
+    CASE WHEN r.kind = 'request' THEN r.s_served_model END AS model,
     CASE WHEN r.kind = 'request' THEN r.prompt_tokens END AS prompt_tokens,
     CASE WHEN r.kind = 'request' THEN r.cached_tokens END AS cached_tokens,
     CASE WHEN r.kind = 'request' THEN r.completion_tokens END AS completion_tokens,
     CASE WHEN r.kind = 'request' THEN kvir_sglang_status(r.ftype, r.fstatus) END AS http_status,
     CASE WHEN r.kind = 'request' THEN kvir_sglang_outcome(r.ftype, r.fstatus) END AS outcome,
     CASE WHEN r.kind = 'request' THEN r.ftype END AS finish_reason,
-    s.role AS role,
-    s.node AS node,
-    CASE WHEN s.role = 'prefill' OR s.role = 'mixed' THEN s.node END AS prefill_node,
-    CASE WHEN s.role = 'decode' OR s.role = 'mixed' THEN s.node END AS decode_node,
-    CASE WHEN r.kind = 'request' AND s.role = 'prefill' THEN r.prompt_tokens END AS prefill_tokens,
-    CASE WHEN r.kind = 'bad' AND s.keep_raw THEN r.text END AS raw
-FROM reasoned AS r JOIN __settings__ AS s ON s.source_id = r.source_id
+    r.s_role AS role,
+    r.s_node AS node,
+    CASE WHEN r.s_role = 'prefill' OR r.s_role = 'mixed' THEN r.s_node END AS prefill_node,
+    CASE WHEN r.s_role = 'decode' OR r.s_role = 'mixed' THEN r.s_node END AS decode_node,
+    CASE WHEN r.kind = 'request' AND r.s_role = 'prefill' THEN r.prompt_tokens END AS prefill_tokens,
+    CASE WHEN r.kind = 'bad' AND r.s_keep_raw THEN r.text END AS raw
+FROM reasoned AS r

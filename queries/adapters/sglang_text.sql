@@ -35,7 +35,8 @@ fields AS (
         TRY_CAST(nullif(regexp_extract(f.meta, '''e2e_latency'': ([0-9.eE+-]+)', 1), '') AS DOUBLE) AS latency_s,
         nullif(regexp_extract(f.meta, '''finish_reason'': \{''type'': ''(\w+)''', 1), '') AS ftype,
         TRY_CAST(nullif(regexp_extract(f.meta, '''finish_reason'': \{[^}]*''status_code'': (\d+)', 1), '') AS INTEGER) AS fstatus,
-        CASE WHEN f.event = 'finish' THEN kvir_parse_ts_s(nullif(f.stamp, ''), s.tz_iana, s.tz_offset_min, s.tz_segments) END AS ts_fin
+        CASE WHEN f.event = 'finish' THEN kvir_local_ts_to_utc(nullif(f.stamp, ''), kvir_naive_ts(nullif(f.stamp, '')),
+                                                                 s.tz_iana, s.tz_offset_min, s.tz_spans) END AS ts_fin
     FROM finish AS f JOIN __settings__ AS s ON s.source_id = f.source_id
 ),
 judged AS (

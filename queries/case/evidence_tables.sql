@@ -8,8 +8,10 @@
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS file_name VARCHAR;
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS window_start TIMESTAMPTZ;
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS window_end TIMESTAMPTZ;
--- spans of local time with one UTC offset, around the window (queries/macros.sql: kvir_parse_ts_s)
-ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS tz_segments STRUCT(lo TIMESTAMP, hi TIMESTAMP, off INTEGER)[];
+-- spans of local time with one UTC offset, around the window (queries/macros.sql: kvir_local_ts_to_utc)
+ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS tz_spans STRUCT(lo1 TIMESTAMP, hi1 TIMESTAMP, off1 INTEGER,
+    lo2 TIMESTAMP, hi2 TIMESTAMP, off2 INTEGER, lo3 TIMESTAMP, hi3 TIMESTAMP, off3 INTEGER,
+    lo4 TIMESTAMP, hi4 TIMESTAMP, off4 INTEGER);
 CREATE TABLE IF NOT EXISTS evidence_joins (
     source_id INTEGER,            -- the source whose requests were joined in this pass
     pass VARCHAR,                 -- candidate: no prompt length; identity: a gateway's customer id

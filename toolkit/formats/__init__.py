@@ -15,10 +15,11 @@ from . import sniff as sn
 from .joins import DEFAULT_TOLERANCE_S, join_evidence
 from .readers import records_input
 from .settings import write_extra_settings
+from .stage import fill_stage
 from .sniff import Sniffer
 
 __all__ = ["FORMATS", "Format", "RECORD_COLUMNS", "RECORD_COLUMN_NAMES", "get", "register", "records_input",
-           "write_extra_settings", "join_evidence", "DEFAULT_TOLERANCE_S"]
+           "write_extra_settings", "join_evidence", "DEFAULT_TOLERANCE_S", "fill_stage"]
 
 # What every adapter produces, one row per input line or record (tests check each adapter).
 RECORD_COLUMNS: tuple[tuple[str, str], ...] = (

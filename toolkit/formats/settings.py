@@ -2,11 +2,12 @@
 
     file_name         the file's base name (the metrics export's hour lives there)
     window_start/end  the incident window (year-less vLLM stamps take the year nearest to it)
-    tz_segments       for a source in an IANA zone: the spans of local time, within the window and
+    tz_spans          for a source in an IANA zone: the spans of local time, within the window and
                       WINDOW_MARGIN either side, over which the zone's UTC offset stays the same (hours
-                      near a DST transition are left out), at most MAX_SEGMENTS. queries/macros.sql
-                      (kvir_parse_ts_s) converts a time inside a span with one subtraction and everything
-                      else through the exact per-row path.
+                      near a DST transition are left out), at most MAX_SEGMENTS (the ones nearest the
+                      window), as one STRUCT (lo1, hi1, off1, ..., lo4, hi4, off4). queries/macros.sql
+                      (kvir_local_ts_to_utc) converts a time inside a span with one subtraction and
+                      everything else through the exact per-row path.
 """
 from __future__ import annotations
 
@@ -21,13 +22,13 @@ if TYPE_CHECKING:  # pragma: no cover
 WINDOW_MARGIN = dt.timedelta(days=61)
 MAX_HOURS = 24 * 800
 
-MAX_SEGMENTS = 8
+MAX_SEGMENTS = 4
 
 EXTRA_COLUMNS = (
     ("file_name", "VARCHAR"),
     ("window_start", "TIMESTAMPTZ"),
     ("window_end", "TIMESTAMPTZ"),
-    ("tz_segments", "STRUCT(lo TIMESTAMP, hi TIMESTAMP, off INTEGER)[]"),
+    ("tz_spans", "STRUCT(lo1 TIMESTAMP, hi1 TIMESTAMP, off1 INTEGER, ..., lo4, hi4, off4)"),
 )
 
 
@@ -91,7 +92,18 @@ def write_extra_settings(case: "Case", src: "Source") -> None:
     window = getattr(src, "window", None)
     segs = tz_segments(src.tz.iana, window) if src.tz is not None and src.tz.iana else None
     case.con.execute(
-        "UPDATE source_settings SET file_name = $f, window_start = $ws, window_end = $we, tz_segments = $segs "
+        "UPDATE source_settings SET file_name = $f, window_start = $ws, window_end = $we, tz_spans = $spans "
         "WHERE source_id = $id",
         {"f": src.paths[0].name, "ws": window[0] if window else None, "we": window[1] if window else None,
-         "segs": segs, "id": src.source_id})
+         "spans": spans_struct(segs), "id": src.source_id})
+
+
+def spans_struct(segs: list[dict] | None) -> dict | None:
+    """The settings' tz_spans value: spans 1..MAX_SEGMENTS as flat fields (unused spans are empty)."""
+    if segs is None:
+        return None
+    out: dict = {}
+    for i in range(MAX_SEGMENTS):
+        s = segs[i] if i < len(segs) else {"lo": None, "hi": None, "off": None}
+        out.update({f"lo{i + 1}": s["lo"], f"hi{i + 1}": s["hi"], f"off{i + 1}": s["off"]})
+    return out
