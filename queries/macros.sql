@@ -261,3 +261,9 @@ CREATE OR REPLACE MACRO kvir_proxy_outcome(st, flags) AS CASE
 CREATE OR REPLACE MACRO kvir_otlp_attr(attrs, k) AS (
     SELECT coalesce(v ->> '$.stringValue', v ->> '$.intValue', v ->> '$.doubleValue', v ->> '$.boolValue')
     FROM (SELECT list_filter(CAST(json_extract(attrs, '$[*]') AS JSON[]), lambda a: (a ->> '$.key') = k)[1] -> '$.value' AS v));
+
+-- A duration in seconds as an INTERVAL; NULL when missing, not finite or beyond ±10^7 s (115 days): a
+-- latency no request has, which would also overflow the microsecond arithmetic.
+CREATE OR REPLACE MACRO kvir_span(sec) AS CASE
+    WHEN sec IS NULL OR isnan(sec) OR isinf(sec) OR abs(sec) > 10000000 THEN NULL
+    ELSE to_microseconds(CAST(round(sec * 1e6) AS BIGINT)) END;

@@ -68,7 +68,7 @@ SELECT
     NULL::VARCHAR AS bootstrap_room,
     CASE WHEN j.kind = 'request' THEN j.ts0 END AS ts,
     CASE WHEN j.kind = 'request' AND j.duration_ms >= 0
-         THEN j.ts0 + to_microseconds(CAST(round(j.duration_ms * 1000) AS BIGINT)) END AS ts_end,
+         THEN j.ts0 + kvir_span(j.duration_ms / 1000.0) END AS ts_end,
     0 AS ts_granularity_s,
     CASE WHEN j.kind = 'request' THEN j.account END AS account_id,
     CASE WHEN j.kind = 'request' THEN kvir_text(j.j.model) END AS model,

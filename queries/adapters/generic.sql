@@ -20,7 +20,7 @@ WITH fields AS (
 ),
 timed AS (
     SELECT f.*,
-        coalesce(f.ts0, f.ts1 - to_microseconds(CAST(round(f.lat * 1e6) AS BIGINT))) AS start_ts,
+        coalesce(f.ts0, f.ts1 - kvir_span(f.lat)) AS start_ts,
         coalesce(f.ts_tz::VARCHAR, f.ts_naive::VARCHAR, f.ts_text, f.ts_end_tz::VARCHAR, f.ts_end_naive::VARCHAR, f.ts_end_text) AS ts_written
     FROM fields AS f
 ),
@@ -59,7 +59,7 @@ SELECT
     CASE WHEN j.kind = 'request' THEN kvir_text(j.request_id) END AS request_id,
     CASE WHEN j.kind = 'request' THEN kvir_text(j.bootstrap_room) END AS bootstrap_room,
     CASE WHEN j.kind = 'request' THEN j.start_ts END AS ts,
-    CASE WHEN j.kind = 'request' THEN coalesce(j.ts1, j.start_ts + to_microseconds(CAST(round(j.lat * 1e6) AS BIGINT))) END AS ts_end,
+    CASE WHEN j.kind = 'request' THEN coalesce(j.ts1, j.start_ts + kvir_span(j.lat)) END AS ts_end,
     0 AS ts_granularity_s,
     CASE WHEN j.kind = 'request' THEN kvir_text(j.account_id) END AS account_id,
     CASE WHEN j.kind = 'request' THEN coalesce(kvir_text(j.model), s.served_model) END AS model,

@@ -69,7 +69,7 @@ SELECT
     CASE WHEN j.kind <> 'request' THEN j.reason END AS reason,
     CASE WHEN j.kind = 'request' THEN coalesce(j.rid0, 'nginx:' || s.node || ':' || j.line_no) END AS request_id,
     NULL::VARCHAR AS bootstrap_room,
-    CASE WHEN j.kind = 'request' THEN j.t_log - to_microseconds(CAST(round(coalesce(greatest(j.request_time_s, 0), 0) * 1e6) AS BIGINT)) END AS ts,
+    CASE WHEN j.kind = 'request' THEN j.t_log - coalesce(kvir_span(greatest(j.request_time_s, 0)), INTERVAL 0 SECOND) END AS ts,
     CASE WHEN j.kind = 'request' THEN j.t_log END AS ts_end,
     0 AS ts_granularity_s,
     CASE WHEN j.kind = 'request' THEN j.account END AS account_id,

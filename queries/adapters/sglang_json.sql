@@ -46,7 +46,7 @@ classified AS (
     SELECT f.*,
         CASE
             WHEN f.finished AND f.rid IS NOT NULL AND f.prompt_tokens IS NOT NULL
-                 AND kvir_in_range(f.ts_fin) AND f.latency_s >= 0 THEN 'request'
+                 AND kvir_in_range(f.ts_fin) AND f.latency_s >= 0 AND kvir_span(f.latency_s) IS NOT NULL THEN 'request'
             WHEN f.line_bytes > 0 AND f.text = '' THEN 'bad'      -- over-long: the reader dropped its content
             WHEN f.j IS NULL AND trim(f.text) = '' THEN 'skip'
             WHEN f.j.event = 'request.received' THEN 'skip'
@@ -70,6 +70,7 @@ reasoned AS (
                 THEN kvir_ts_problem(c.j.timestamp, c.ts_fin, c.tz_iana, c.tz_offset_min)
             WHEN c.latency_s IS NULL THEN 'missing or non-numeric field: out.meta_info.e2e_latency'
             WHEN c.latency_s < 0 THEN 'negative e2e_latency'
+            WHEN kvir_span(c.latency_s) IS NULL THEN 'implausible e2e_latency (over 10^7 s)'
             ELSE 'unreadable record' END END AS reason,
         s.served_model AS s_served_model, s.role AS s_role, s.node AS s_node, s.keep_raw AS s_keep_raw
     FROM classified AS c JOIN __settings__ AS s ON s.source_id = c.source_id
@@ -81,7 +82,7 @@ SELECT
     r.reason,
     CASE WHEN r.kind = 'request' THEN r.rid END AS request_id,
     CASE WHEN r.kind = 'request' THEN r.room END AS bootstrap_room,
-    CASE WHEN r.kind = 'request' THEN r.ts_fin - to_microseconds(CAST(round(r.latency_s * 1e6) AS BIGINT)) END AS ts,
+    CASE WHEN r.kind = 'request' THEN r.ts_fin - kvir_span(r.latency_s) END AS ts,
     CASE WHEN r.kind = 'request' THEN r.ts_fin END AS ts_end,
     0 AS ts_granularity_s,
     NULL::VARCHAR AS account_id,

@@ -41,7 +41,7 @@ classified AS (
     SELECT f.*,
         CASE
             WHEN f.j IS NOT NULL AND f.rid IS NOT NULL AND f.prompt_tokens IS NOT NULL AND kvir_in_range(f.hour_utc)
-                 AND f.latency_s >= 0 THEN 'request'
+                 AND f.latency_s >= 0 AND kvir_span(f.latency_s) IS NOT NULL THEN 'request'
             WHEN f.line_bytes > f.max_line_bytes THEN 'bad'
             WHEN f.j IS NULL AND trim(f.text) = '' THEN 'skip'
             ELSE 'bad' END AS kind
@@ -64,6 +64,7 @@ reasoned AS (
             WHEN c.prompt_tokens IS NULL THEN 'prompt_tokens is not a non-negative integer'
             WHEN c.latency_s IS NULL THEN 'missing or non-numeric field: e2e_latency'
             WHEN c.latency_s < 0 THEN 'negative e2e_latency'
+            WHEN kvir_span(c.latency_s) IS NULL THEN 'implausible e2e_latency (over 10^7 s)'
             ELSE 'unreadable record' END END AS reason
     FROM classified AS c
 )
@@ -74,7 +75,7 @@ SELECT
     r.reason,
     CASE WHEN r.kind = 'request' THEN r.rid END AS request_id,
     CASE WHEN r.kind = 'request' THEN r.room END AS bootstrap_room,
-    CASE WHEN r.kind = 'request' THEN r.hour_utc - to_microseconds(CAST(round(r.latency_s * 1e6) AS BIGINT)) END AS ts,
+    CASE WHEN r.kind = 'request' THEN r.hour_utc - kvir_span(r.latency_s) END AS ts,
     CASE WHEN r.kind = 'request' THEN r.hour_utc END AS ts_end,
     3600 AS ts_granularity_s,
     NULL::VARCHAR AS account_id,

@@ -66,7 +66,7 @@ judged AS (
             WHEN t.bad_json THEN 'bad'
             WHEN t.event IS DISTINCT FROM 'end' THEN 'skip'
             WHEN NOT coalesce(kvir_is_generation_path(t.uri), true) THEN 'skip'
-            WHEN t.rid IS NULL OR t.status IS NULL OR t.latency_s IS NULL OR NOT kvir_in_range(t.ts_end0) THEN 'bad'
+            WHEN t.rid IS NULL OR t.status IS NULL OR kvir_span(t.latency_s) IS NULL OR NOT kvir_in_range(t.ts_end0) THEN 'bad'
             ELSE 'request' END AS kind,
         CASE
             WHEN t.line_bytes > t.max_line_bytes THEN 'line longer than ' || t.max_line_bytes || ' bytes'
@@ -80,6 +80,7 @@ judged AS (
             WHEN t.rid IS NULL THEN 'missing field: request_id'
             WHEN t.status IS NULL THEN 'missing field: status_code'
             WHEN t.latency_s IS NULL THEN 'missing or unreadable field: latency'
+            WHEN kvir_span(t.latency_s) IS NULL THEN 'implausible latency (over 10^7 s)'
             WHEN t.ts_end0 IS NULL OR NOT kvir_in_range(t.ts_end0)
                 THEN kvir_ts_problem(t.stamp, t.ts_end0, t.tz_iana, kvir_utc_off(t.tz_iana, t.tz_offset_min))
         END AS reason
@@ -92,7 +93,7 @@ SELECT
     CASE WHEN j.kind <> 'request' THEN j.reason END AS reason,
     CASE WHEN j.kind = 'request' THEN j.rid END AS request_id,
     NULL::VARCHAR AS bootstrap_room,
-    CASE WHEN j.kind = 'request' THEN j.ts_end0 - to_microseconds(CAST(round(j.latency_s * 1e6) AS BIGINT)) END AS ts,
+    CASE WHEN j.kind = 'request' THEN j.ts_end0 - kvir_span(j.latency_s) END AS ts,
     CASE WHEN j.kind = 'request' THEN j.ts_end0 END AS ts_end,
     0 AS ts_granularity_s,
     NULL::VARCHAR AS account_id,

@@ -46,7 +46,7 @@ judged AS (
             WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'skip'
             WHEN f.event IS DISTINCT FROM 'finish' THEN 'skip'
             WHEN f.ts_fin IS NULL OR NOT kvir_in_range(f.ts_fin) OR coalesce(f.meta, '') = '' OR f.rid IS NULL
-                 OR f.prompt_tokens IS NULL OR f.latency_s IS NULL THEN 'bad'
+                 OR f.prompt_tokens IS NULL OR f.latency_s IS NULL OR f.latency_s < 0 OR kvir_span(f.latency_s) IS NULL THEN 'bad'
             ELSE 'request' END AS kind,
         CASE
             WHEN f.line_bytes > s.max_line_bytes THEN 'line longer than ' || s.max_line_bytes || ' bytes'
@@ -60,6 +60,8 @@ judged AS (
             WHEN f.rid IS NULL THEN 'missing field: meta_info id'
             WHEN f.prompt_tokens IS NULL THEN 'missing field: meta_info prompt_tokens'
             WHEN f.latency_s IS NULL THEN 'missing field: meta_info e2e_latency'
+            WHEN f.latency_s < 0 THEN 'negative e2e_latency'
+            WHEN kvir_span(f.latency_s) IS NULL THEN 'implausible e2e_latency (over 10^7 s)'
         END AS reason
     FROM fields AS f JOIN __settings__ AS s ON s.source_id = f.source_id
 )
@@ -70,7 +72,7 @@ SELECT
     j.reason,
     CASE WHEN j.kind = 'request' THEN j.rid END AS request_id,
     CASE WHEN j.kind = 'request' THEN j.room END AS bootstrap_room,
-    CASE WHEN j.kind = 'request' THEN j.ts_fin - to_microseconds(CAST(round(j.latency_s * 1e6) AS BIGINT)) END AS ts,
+    CASE WHEN j.kind = 'request' THEN j.ts_fin - kvir_span(j.latency_s) END AS ts,
     CASE WHEN j.kind = 'request' THEN j.ts_fin END AS ts_end,
     0 AS ts_granularity_s,
     NULL::VARCHAR AS account_id,
