@@ -14,6 +14,7 @@ A file that cannot be read as its shape at all becomes one record with a problem
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -38,6 +39,9 @@ def shape_of(path: Path) -> str:
     head = head_lines(path, max_lines=40, max_bytes=1 << 16)
     lines = [x.strip() for x in head if x.strip()]
     first = lines[0] if lines else ""
+    rest = lines[1:]
+    if rest and 2 * sum(_is_object(x) for x in rest) > len(rest):
+        return "ndjson"          # whatever the first line holds: a stray or damaged line of NDJSON
     try:
         v = json.loads(first)
     except ValueError:
@@ -46,14 +50,18 @@ def shape_of(path: Path) -> str:
         return "array"
     if isinstance(v, dict):
         return "document" if any(isinstance(v.get(k), list) for k in RECORD_KEYS) else "ndjson"
-    if first.startswith(("[", "{")):
-        rest = lines[1:]
-        if rest and 2 * sum(_is_object(x) for x in rest) > len(rest):
-            return "ndjson"
+    # the first line does not parse: a document opened on it (pretty-printed, or one line too long to
+    # read here), or a damaged NDJSON line
+    if first in ("{", "[") or first.endswith(("{", "[", ",", ":")) or _OPENS_RECORDS.match(first):
         return "array" if first.startswith("[") else "document"
-    if csv_header(head) is not None:
+    if first.startswith("[{"):
+        return "array"
+    if not first.startswith(("{", "[")) and csv_header(head) is not None:
         return "csv"
     return "ndjson"
+
+
+_OPENS_RECORDS = re.compile(r'\{\s*"(?:' + "|".join(RECORD_KEYS) + r')"\s*:\s*\[')
 
 
 def _is_object(line: str) -> bool:
