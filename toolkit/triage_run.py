@@ -213,4 +213,8 @@ def _export(case: Case, keep_raw: bool) -> dict[str, Path]:
         "quarantine.csv": write_csv(case.con, "quarantine", p / "quarantine.csv",
                                     columns=["source_file", "source_line", "format", "reason"] + (["raw"] if keep_raw else [])),
     }
+    # joins of candidates / identities, and the aggregate finding from histograms: only when there are any
+    for name, table in (("evidence_joins.csv", "evidence_joins"), ("aggregate_findings.csv", "aggregate_findings")):
+        if case.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]:   # kvir table names
+            out[name] = write_csv(case.con, table, p / name)
     return out

@@ -26,6 +26,7 @@ def test_prometheus_histograms_give_bounds_not_requests(run_fixture):
     assert all(f.startswith("aggregate (Prometheus histogram, not request-level evidence): between 6 and 10 requests")
                for *_, f in rows)
     assert (r.summary["aggregate_series"], r.summary["aggregate_lower"], r.summary["aggregate_upper"]) == (2, 12, 20)
+    assert "aggregate_findings.csv" in r.outputs and "between 6 and 10" in r.outputs["aggregate_findings.csv"].read_text()
 
 
 def test_prometheus_engine_rule_uses_its_threshold(run_fixture):
@@ -70,6 +71,7 @@ def test_candidates_and_identities_are_joined_and_reported(run_fixture):
     ]
     s = r.summary
     assert (s["join_matched"], s["join_missed"], s["join_ambiguous"], s["join_tolerance_s"]) == (4, 2, 1, 2.0)
+    assert r.outputs["evidence_joins.csv"].read_text().count("\n") == 1 + 7
     e1 = r.case.con.execute("SELECT n_records, source_ids, join_method, joined_ids, http_status FROM requests "
                             "WHERE request_id = 'e1'").fetchone()
     assert e1[0] == 3 and len(e1[1]) == 3 and e1[2] == "time+tokens,time" and e1[3] == ["01GWJ1", "chatcmpl-R1"]
