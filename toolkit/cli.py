@@ -61,7 +61,7 @@ def triage(
     year: Annotated[Optional[int], typer.Option("--year", help="Year for year-less timestamps (vLLM).")] = None,
     max_bad_lines: Annotated[Optional[int], typer.Option("--max-bad-lines", help="Fail when more records than this are quarantined.")] = None,
     keep_raw: Annotated[bool, typer.Option("--keep-raw", help="Keep the raw text of quarantined lines (may hold prompts).")] = False,
-    hash: Annotated[str, typer.Option("--hash", help="Input fingerprints: auto, full (SHA-256 of every byte), footer (Parquet footers), none.")] = "auto",
+    hash: Annotated[str, typer.Option("--hash", help="Input fingerprints: auto (full for text, footer for Parquet), full (SHA-256 of every byte), footer, none.")] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables on stderr.")] = False,
     memory_limit: Annotated[Optional[str], typer.Option("--memory-limit", help="DuckDB memory limit, e.g. 4GB.")] = None,

@@ -387,9 +387,6 @@ def _build_requests(case: Case, sources: list[Source], opts: IngestOptions | Non
         fmts.join_evidence(case, sources, (opts or IngestOptions()).join_tolerance_s)
 
 
-FULL_HASH_LIMIT = 1 << 30     # "auto": Parquet datasets above 1 GiB get footer digests
-
-
 def input_digest(src: Source, mode: str) -> str | None:
     """The manifest's fingerprint of an input.
 
@@ -398,12 +395,12 @@ def input_digest(src: Source, mode: str) -> str | None:
             offsets, sizes and statistics), written `sha256-footer:...`; it reads kilobytes where a full
             hash of 10^8 rows reads gigabytes, and changes whenever a row group is rewritten, but it is
             not a byte-for-byte seal: use --hash full for chain of custody;
-    auto    full, except footer for Parquet datasets above 1 GiB;
+    auto    full for text inputs (they are read whole anyway), footer for Parquet (read in place: a full
+            hash would read every byte the query skips);
     none    no fingerprint (recorded as null)."""
     if mode == "none":
         return None
-    size = sum(p.stat().st_size for p in src.paths)
-    if mode == "footer" or (mode == "auto" and src.is_view and size > FULL_HASH_LIMIT):
+    if mode == "footer" or (mode == "auto" and src.is_view):
         if not src.is_view:
             return _sha256(src.paths)
         return "sha256-footer:" + _digest_of(sorted(_footer_sha256(p) for p in src.paths))
@@ -724,16 +721,23 @@ def _typed(cols: dict[str, str], types: dict[str, str]) -> bool:
     return True
 
 
-def _typed_projection(cols: dict[str, str], types: dict[str, str], available: list[str]) -> str:
+def _typed_projection(cols: dict[str, str], types: dict[str, str], available: list[str], source_id: int,
+                      served_model: str | None) -> str:
     parts = []
     for f_ in MAPPABLE_FIELDS:
         if f_ == "latency_s":
             continue
         name = f"{f_}_tz" if f_ in _TIME_FIELDS else f_
-        if f_ in cols:
-            parts.append(f"{_quote_ident(cols[f_], available)} AS {name}")
+        col = _quote_ident(cols[f_], available) if f_ in cols else None
+        typ = "TIMESTAMPTZ" if f_ in _TIME_FIELDS else "BIGINT" if f_ in _COUNT_FIELDS else "VARCHAR"
+        if f_ == "model" and served_model is not None:
+            # the served model fills rows without one; read from the settings table (views take no
+            # parameters; the id is a kvir-generated integer)
+            fallback = f"(SELECT served_model FROM source_settings WHERE source_id = {int(source_id)})"
+            parts.append(f"coalesce({col or 'NULL'}, {fallback}) AS model")
+        elif col:
+            parts.append(f"{col} AS {name}")
         else:
-            typ = "TIMESTAMPTZ" if f_ in _TIME_FIELDS else "BIGINT" if f_ in _COUNT_FIELDS else "VARCHAR"
             parts.append(f"NULL::{typ} AS {name}")
     return ", ".join(parts)
 
@@ -752,7 +756,8 @@ def _ingest_parquet(case: Case, src: Source) -> None:
     types = {r[0]: r[1] for r in desc}
     cols = _mapping(src, available)
     typed = _typed(cols, types)
-    proj = _typed_projection(cols, types, available) if typed else _mapped_projection(cols, types, available)
+    proj = (_typed_projection(cols, types, available, src.source_id, src.served_model) if typed
+            else _mapped_projection(cols, types, available))
     extra = "" if typed else "NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, "
     # A view cannot take bound parameters; the source id is a kvir-generated integer (int() makes sure).
     con.execute(f"CREATE OR REPLACE VIEW src{src.source_id}_input AS SELECT {int(src.source_id)}::INTEGER AS source_id, "
@@ -782,11 +787,16 @@ def _ingest_parquet(case: Case, src: Source) -> None:
 def _build_records_view(case: Case, sources: list[Source]) -> None:
     """records = text records (a table) + every in-place source's request rows; quarantine likewise, but
     an in-place source joins it only when its counts say it has bad rows (so a clean 10^8-row dataset is
-    never scanned just to list nothing)."""
+    never scanned just to list nothing). A source whose every row is a request needs no `kind` filter
+    either: testing it would read every row's id and time just to keep them all (measured: the filter
+    doubled triage's scan of 10^8 Parquet rows)."""
     bad = {r[0] for r in case.con.execute(
         "SELECT DISTINCT source_id FROM source_counts WHERE kind = 'bad'").fetchall()}
+    mixed = {r[0] for r in case.con.execute(
+        "SELECT DISTINCT source_id FROM source_counts WHERE kind <> 'request'").fetchall()}
     parts = ["SELECT * FROM records_text"]
-    parts += [f"SELECT * FROM records_src{s.source_id} WHERE kind = 'request'" for s in sources if s.is_view]
+    parts += [f"SELECT * FROM records_src{s.source_id}" + (" WHERE kind = 'request'" if s.source_id in mixed else "")
+              for s in sources if s.is_view]
     case.con.execute("CREATE OR REPLACE VIEW records AS " + " UNION ALL ".join(parts))
     qparts = ["SELECT * FROM quarantine_text"]
     qparts += [f"SELECT source_id, source_line, reason, raw FROM records_src{s.source_id} WHERE kind = 'bad'"

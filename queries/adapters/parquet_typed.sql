@@ -6,19 +6,20 @@
 -- are text (kvir simulate --format parquet writes exactly that). Every expression here is a plain column
 -- test, so DuckDB pushes triage's filters (model, window, prompt length) into the Parquet scan and skips
 -- row groups by their statistics: the rows are read in place, never copied. Anything less tidy goes
--- through queries/adapters/generic.sql instead.
+-- through queries/adapters/generic.sql instead. A served model for rows without one is applied in the
+-- input view, only when one is configured.
 SELECT
     i.source_id,
     i.line_no AS source_line,
     CASE WHEN i.request_id IS NULL OR i.request_id = '' OR i.ts_tz IS NULL
               OR i.ts_tz < TIMESTAMPTZ '1990-01-01 00:00:00+00' OR i.ts_tz >= TIMESTAMPTZ '2100-01-01 00:00:00+00'
-              OR (i.model IS NULL AND s.served_model IS NULL) OR i.prompt_tokens < 0
+              OR i.model IS NULL OR i.prompt_tokens < 0
          THEN 'bad' ELSE 'request' END AS kind,
     CASE WHEN i.request_id IS NULL OR i.request_id = '' THEN 'missing field: request_id'
          WHEN i.ts_tz IS NULL THEN 'missing field: ts'
          WHEN i.ts_tz < TIMESTAMPTZ '1990-01-01 00:00:00+00' OR i.ts_tz >= TIMESTAMPTZ '2100-01-01 00:00:00+00'
              THEN 'timestamp outside 1990-2100: ' || CAST(i.ts_tz AS VARCHAR)
-         WHEN i.model IS NULL AND s.served_model IS NULL THEN 'missing field: model'
+         WHEN i.model IS NULL THEN 'missing field: model'
          WHEN i.prompt_tokens < 0 THEN 'prompt_tokens is negative' END AS reason,
     i.request_id,
     CAST(i.bootstrap_room AS VARCHAR) AS bootstrap_room,
@@ -26,7 +27,7 @@ SELECT
     i.ts_end_tz AS ts_end,
     0 AS ts_granularity_s,
     i.account_id,
-    coalesce(i.model, s.served_model) AS model,
+    i.model,                 -- a plain column, so the model filter reaches the scan (see _typed_projection)
     CAST(i.prompt_tokens AS BIGINT) AS prompt_tokens,
     CAST(i.cached_tokens AS BIGINT) AS cached_tokens,
     CAST(i.completion_tokens AS BIGINT) AS completion_tokens,

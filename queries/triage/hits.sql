@@ -23,6 +23,9 @@ WITH scoped AS (
     FROM requests AS r
     WHERE r.model IN (SELECT unnest($models))
       AND r.ts <= $window_end
+      -- a plain bound first (coarse times are at most a day wide), so DuckDB pushes it into a Parquet
+      -- scan and skips row groups; the exact test for coarse times follows
+      AND r.ts > $window_start - INTERVAL 1 DAY
       AND (r.ts >= $window_start
            OR (coalesce(r.ts_granularity_s, 0) > 0 AND r.ts + to_seconds(r.ts_granularity_s) > $window_start))
       AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= least($engine_limit, $pool_tokens + 1))
