@@ -131,16 +131,22 @@ def test_generic_parquet_naive_timestamps_need_a_zone(spec, tmp_path):
 def test_canonical_parquet_needs_no_mapping_and_is_read_in_place(spec, tmp_path):
     import datetime as dt
 
-    t = pa.table({
-        "request_id": ["a", "b"],
-        "ts": pa.array([dt.datetime(2026, 8, 28, tzinfo=dt.timezone.utc)] * 2, pa.timestamp("us", tz="UTC")),
-        "account_id": ["x", "y"], "model": ["@cf/zai-org/glm-5.3"] * 2,
-        "prompt_tokens": pa.array([681281, 5], pa.int64()), "http_status": pa.array([200, 200], pa.int32()),
-    })
-    write(tmp_path / "data" / "dt=2026-08-28" / "part-0.parquet", b"")
-    pq.write_table(t, tmp_path / "data" / "dt=2026-08-28" / "part-0.parquet")
+    def day(date: dt.datetime, ids_: list[str], prompts: list[int]) -> pa.Table:
+        return pa.table({
+            "request_id": ids_,
+            "ts": pa.array([date] * len(ids_), pa.timestamp("us", tz="UTC")),
+            "account_id": ["x"] * len(ids_), "model": ["@cf/zai-org/glm-5.3"] * len(ids_),
+            "prompt_tokens": pa.array(prompts, pa.int64()), "http_status": pa.array([200] * len(ids_), pa.int32()),
+        })
+
+    d1 = write(tmp_path / "data" / "dt=2026-08-28" / "part-0.parquet", b"")
+    d2 = write(tmp_path / "data" / "dt=2026-08-29" / "part-0.parquet", b"")
+    pq.write_table(day(dt.datetime(2026, 8, 28, tzinfo=dt.timezone.utc), ["a", "b"], [681281, 5]), d1)
+    pq.write_table(day(dt.datetime(2026, 8, 29, tzinfo=dt.timezone.utc), ["c", "d", "e"], [5, 5, 700000]), d2)
     r = kvir.triage(spec(), [tmp_path / "data"], out=tmp_path / "case")
-    assert ids(r.affected) == {"a"}
+    assert ids(r.affected) == {"a", "e"}
+    where = {row.request_id: (row.source_file, row.source_line) for row in r.affected.itertuples()}
+    assert where == {"a": (str(d1), 1), "e": (str(d2), 3)}      # the file of the dataset and its row
     con = r.case.con
     kind = con.execute("SELECT table_type FROM information_schema.tables WHERE table_name = 'records_src1'").fetchone()
     assert kind == ("VIEW",)                           # never copied into the case

@@ -469,10 +469,10 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
         inp = _json_documents(case, group)
     elif reader == "records":
         inp = fmts.records_input(case, group, opts, on_bytes)
-    elif reader == "jsonl-mapped":
-        inp = _register_jsonl_mapped(case, group[0], opts)
-    elif reader == "csv-mapped":
-        inp = _register_csv_mapped(case, group[0])
+    elif reader in ("jsonl-mapped", "csv-mapped"):
+        tbl = (_register_jsonl_mapped(case, group[0], opts) if reader == "jsonl-mapped"
+               else _register_csv_mapped(case, group[0]))
+        inp = tbl.append_column("source_path", pa.nulls(tbl.num_rows, pa.string()))   # one file: no path
     else:
         raise InputError(f"format {fmt.name} has no reader {reader!r}")
     if fmt.side_query:
@@ -749,10 +749,10 @@ def _ingest_parquet(case: Case, src: Source) -> None:
     con = case.con
     raw = f"src{src.source_id}_raw"
     files = [str(p) for p in src.paths]
-    rel = con.read_parquet(files, hive_partitioning=True, file_row_number=True)
+    rel = con.read_parquet(files, hive_partitioning=True, file_row_number=True, filename=True)
     rel.create_view(raw, replace=True)   # DuckDB quotes the file paths itself
     desc = con.execute(f"DESCRIBE {raw}").fetchall()
-    available = [r[0] for r in desc if r[0] != "file_row_number"]
+    available = [r[0] for r in desc if r[0] not in ("file_row_number", "filename")]
     types = {r[0]: r[1] for r in desc}
     cols = _mapping(src, available)
     typed = _typed(cols, types)
@@ -760,8 +760,10 @@ def _ingest_parquet(case: Case, src: Source) -> None:
             else _mapped_projection(cols, types, available))
     extra = "" if typed else "NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, "
     # A view cannot take bound parameters; the source id is a kvir-generated integer (int() makes sure).
+    # source_line is the row's number in its file; a dataset of several files names the file too
+    path = "filename" if len(files) > 1 else "NULL::VARCHAR"
     con.execute(f"CREATE OR REPLACE VIEW src{src.source_id}_input AS SELECT {int(src.source_id)}::INTEGER AS source_id, "
-                f"file_row_number + 1 AS line_no, {extra}{proj} FROM {raw}")
+                f"file_row_number + 1 AS line_no, {extra}{proj}, {path} AS source_path FROM {raw}")
     adapter = "adapters/parquet_typed" if typed else src.format.adapter
     sql = case.compile(adapter, {"input": f"src{src.source_id}_input", "settings": "source_settings"})
     con.execute(f"CREATE OR REPLACE VIEW records_src{src.source_id} AS {sql}")
@@ -798,10 +800,11 @@ def _build_records_view(case: Case, sources: list[Source]) -> None:
     parts += [f"SELECT * FROM records_src{s.source_id}" + (" WHERE kind = 'request'" if s.source_id in mixed else "")
               for s in sources if s.is_view]
     case.con.execute("CREATE OR REPLACE VIEW records AS " + " UNION ALL ".join(parts))
-    qparts = ["SELECT * FROM quarantine_text"]
-    qparts += [f"SELECT source_id, source_line, reason, raw FROM records_src{s.source_id} WHERE kind = 'bad'"
+    qparts = ["SELECT *, NULL::VARCHAR AS source_path FROM quarantine_text"]
+    qparts += [f"SELECT source_id, source_line, reason, raw, source_path FROM records_src{s.source_id} WHERE kind = 'bad'"
                for s in sources if s.is_view and s.source_id in bad]
-    case.con.execute("CREATE OR REPLACE VIEW quarantine AS SELECT q.*, s.label AS source_file, s.format "
+    case.con.execute("CREATE OR REPLACE VIEW quarantine AS SELECT q.* EXCLUDE (source_path), "
+                     "coalesce(q.source_path, s.label) AS source_file, s.format "
                      "FROM (" + " UNION ALL ".join(qparts) + ") AS q JOIN sources AS s USING (source_id)")
 
 

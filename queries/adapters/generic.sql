@@ -76,5 +76,6 @@ SELECT
     CASE WHEN j.kind = 'request' THEN coalesce(kvir_text(j.prefill_node), CASE WHEN s.role IN ('prefill', 'mixed') THEN s.node END) END AS prefill_node,
     CASE WHEN j.kind = 'request' THEN coalesce(kvir_text(j.decode_node), CASE WHEN s.role IN ('decode', 'mixed') THEN s.node END) END AS decode_node,
     CASE WHEN j.kind = 'request' THEN kvir_count(j.prefill_tokens) END AS prefill_tokens,
-    CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j._raw END AS raw
+    CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j._raw END AS raw,
+    j.source_path                -- the file of a multi-file Parquet dataset; NULL otherwise
 FROM judged AS j JOIN __settings__ AS s ON s.source_id = j.source_id

@@ -40,5 +40,6 @@ SELECT
     coalesce(i.prefill_node, CASE WHEN s.role IN ('prefill', 'mixed') THEN s.node END) AS prefill_node,
     coalesce(i.decode_node, CASE WHEN s.role IN ('decode', 'mixed') THEN s.node END) AS decode_node,
     CAST(i.prefill_tokens AS BIGINT) AS prefill_tokens,
-    NULL::VARCHAR AS raw
+    NULL::VARCHAR AS raw,
+    i.source_path                -- the dataset file this row is in (source_line is its row number)
 FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id

@@ -23,7 +23,8 @@ CREATE TABLE IF NOT EXISTS records_text (
     request_id VARCHAR, bootstrap_room VARCHAR, ts TIMESTAMPTZ, ts_end TIMESTAMPTZ, ts_granularity_s INTEGER,
     account_id VARCHAR, model VARCHAR, prompt_tokens BIGINT, cached_tokens BIGINT, completion_tokens BIGINT,
     http_status INTEGER, outcome VARCHAR, finish_reason VARCHAR, role VARCHAR, node VARCHAR,
-    prefill_node VARCHAR, decode_node VARCHAR, prefill_tokens BIGINT, raw VARCHAR
+    prefill_node VARCHAR, decode_node VARCHAR, prefill_tokens BIGINT, raw VARCHAR,
+    source_path VARCHAR    -- set only by multi-file in-place sources (Parquet datasets): the file of the row
 );
 CREATE TABLE IF NOT EXISTS quarantine_text (
     source_id INTEGER, source_line BIGINT, reason VARCHAR, raw VARCHAR

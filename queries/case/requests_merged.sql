@@ -52,6 +52,7 @@ grouped AS (
         max(bootstrap_room) AS bootstrap_room,
         max_by(source_id, p_outcome * 1000000000000 - source_line) AS source_id,
         max_by(source_line, p_outcome * 1000000000000 - source_line) AS source_line,
+        max_by(source_path, p_outcome * 1000000000000 - source_line) AS source_path,
         count(*) AS n_records,
         coalesce(min(CASE WHEN role IS DISTINCT FROM 'prefill' THEN prompt_tokens END)
                  <> max(CASE WHEN role IS DISTINCT FROM 'prefill' THEN prompt_tokens END), false)
@@ -65,7 +66,7 @@ grouped AS (
 SELECT g.request_id, g.ts, g.ts_end, g.ts_granularity_s, g.account_id, g.model, g.prompt_tokens,
        g.cached_tokens, g.completion_tokens, g.http_status, g.outcome, g.finish_reason,
        g.prefill_node, g.decode_node, g.prefill_tokens, g.bootstrap_room,
-       s.format AS source_format, s.label AS source_file, g.source_line, g.source_id,
+       s.format AS source_format, coalesce(g.source_path, s.label) AS source_file, g.source_line, g.source_id,
        g.n_records, g.conflict, g.prefill_outcome, g.source_ids,
        NULL::VARCHAR AS join_method, NULL::VARCHAR[] AS joined_ids   -- filled by case/evidence_join
 FROM grouped AS g JOIN sources AS s USING (source_id);
