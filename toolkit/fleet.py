@@ -141,7 +141,7 @@ def _ulids(rng: np.random.Generator, ts_ms: np.ndarray) -> pa.Array:
     for k in range(10):                                   # 10 chars of time (50 bits, top 2 zero)
         chars[:, 9 - k] = alphabet[((tms >> np.uint64(5 * k)) & np.uint64(31)).astype(np.int64)]
     chars[:, 10:] = alphabet[rng.integers(0, 32, size=(n, 16))]
-    return pa.array(chars.view(f"S26").ravel()).cast(pa.string())
+    return pa.array(chars.view("S26").ravel()).cast(pa.string())
 
 
 def _hex_ids(rng: np.random.Generator, n: int) -> pa.Array:
@@ -416,7 +416,7 @@ def _write_engine(con: duckdb.DuckDBPyConnection, sim: Sim) -> None:
     # One row per engine-side record: each GLM-5.3 request has a prefill and a decode record (their own
     # rids, one bootstrap_room); the qwen node is one mixed record. The decode rid is the gateway id
     # (the provider's edge passes it on), the prefill rid its own uuid4 hex.
-    con.execute(f"""
+    con.execute("""
         CREATE OR REPLACE TEMP TABLE engine_records AS
         WITH base AS (
             SELECT *, ts + to_microseconds(50000) AS arrive,
@@ -465,7 +465,7 @@ def _write_engine(con: duckdb.DuckDBPyConnection, sim: Sim) -> None:
         starts = [s for s, _ in node.starts]
         # server.log: start-up blocks placed at their times, then text request lines (text nodes) and
         # ERROR lines in time order.
-        con.execute(f"""
+        con.execute("""
             CREATE OR REPLACE TEMP TABLE server AS
             SELECT ts, seq, line FROM (
                 SELECT ts, seq, text_line AS line FROM engine_lines

@@ -1,0 +1,250 @@
+"""Inputs whose columns the user maps onto kvir's fields: CSV and JSON Lines (read once into the case)
+and Parquet (queried in place through views, never copied).
+
+Column names cannot be bound as SQL values, so every mapped name is checked against the file's own
+schema before it is quoted into a projection (a whitelist); JSON paths and file paths are bound values.
+"""
+from __future__ import annotations
+
+import json as _json
+from typing import Any
+
+import pyarrow as pa
+
+from .case import Case
+from .errors import InputError
+from .lines import head_lines, line_reader
+from .sources import IngestOptions, Source
+from .spec import MAPPABLE_FIELDS
+
+_TIME_FIELDS = ("ts", "ts_end")
+
+
+def _mapping(src: Source, available: list[str]) -> dict[str, str]:
+    """field -> column. Defaults to columns already named like kvir's fields."""
+    cols = dict(src.columns)
+    cols.pop("ts_unit", None)
+    if not cols:
+        cols = {f: f for f in MAPPABLE_FIELDS if f in available}
+    for f_, c in cols.items():
+        if c not in available:
+            raise InputError(f"column {c!r} (mapped to {f_}) is not in the file; it has: {', '.join(available)}",
+                             path=src.label, key=f"sources.columns.{f_}")
+    if "request_id" not in cols or not ({"ts", "ts_end"} & cols.keys()):
+        raise InputError(f"{src.format.name} needs a column mapping with at least request_id and ts "
+                         f"(columns in the file: {', '.join(available)})", path=src.label,
+                         hint="add [sources.columns] to incident.toml")
+    return cols
+
+
+def _quote_ident(name: str, available: list[str]) -> str:
+    """A column name that exists in the file (whitelisted), quoted as an SQL identifier."""
+    assert name in available, name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _mapped_projection(cols: dict[str, str], types: dict[str, str], available: list[str]) -> str:
+    """SELECT list giving the generic adapter its fixed input columns (see queries/adapters/generic.sql)."""
+    parts = []
+    for f_ in MAPPABLE_FIELDS:
+        if f_ in _TIME_FIELDS:
+            continue
+        parts.append(f"{_quote_ident(cols[f_], available)} AS {f_}" if f_ in cols else f"NULL AS {f_}")
+    for f_ in _TIME_FIELDS:
+        c = cols.get(f_)
+        t = types.get(c, "") if c else ""
+        q = _quote_ident(c, available) if c else None
+        parts.append(f"{q}::TIMESTAMPTZ AS {f_}_tz" if c and t.startswith("TIMESTAMP WITH TIME ZONE") else f"NULL::TIMESTAMPTZ AS {f_}_tz")
+        parts.append(f"{q}::TIMESTAMP AS {f_}_naive" if c and t.startswith("TIMESTAMP") and "TIME ZONE" not in t else f"NULL::TIMESTAMP AS {f_}_naive")
+        parts.append(f"CAST({q} AS VARCHAR) AS {f_}_text" if c and not t.startswith("TIMESTAMP") else f"NULL::VARCHAR AS {f_}_text")
+    return ", ".join(parts)
+
+
+def _register_csv_mapped(case: Case, src: Source) -> pa.Table:
+    """A CSV with a header, mapped columns. DuckDB's reader (all values as text) with rejected rows
+    stored: those keep DuckDB's line numbers, good rows take the remaining ones in order (line 1 is
+    the header), so every row of the file comes out once."""
+    con = case.con
+    name = f"csv{src.source_id}"
+    path = str(src.paths[0])
+    rt, rs = f"src{src.source_id}_rejects", f"src{src.source_id}_rejscan"
+    read = ("read_csv($p, all_varchar = true, header = true, store_rejects = true, "
+            "rejects_table = $rt, rejects_scan = $rs)")
+    try:
+        desc = con.execute(f"DESCRIBE SELECT * FROM {read}", {"p": path, "rt": rt, "rs": rs}).fetchall()
+    except Exception as e:
+        raise InputError(f"cannot read as CSV: {e}", path=src.label) from None
+    available = [r[0] for r in desc]
+    cols = _mapping(src, available)
+    proj = _mapped_projection(cols, {c: "VARCHAR" for c in available}, available)
+    good = con.sql(f"SELECT row_number() OVER () AS n, NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, {proj} "
+                   f"FROM {read}", params={"p": path, "rt": rt, "rs": rs}).to_arrow_table()
+    con.register(f"{name}_good", good)
+    # DuckDB stores one error per bad column: one rejected record per line (its first error)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {name}_rej AS SELECT line::BIGINT AS line_no, "
+                f"arg_min(error_type || ': ' || left(error_message, 120), column_idx) AS _problem, "
+                f"any_value(csv_line) AS _raw FROM {rt} GROUP BY line")
+    tbl = con.sql(f"""
+        WITH total AS (SELECT (SELECT count(*) FROM {name}_good) + (SELECT count(*) FROM {name}_rej) AS n),
+        free AS (SELECT l AS line_no, row_number() OVER (ORDER BY l) AS k
+                 FROM total, range(2, total.n + 2) AS r(l)
+                 WHERE l NOT IN (SELECT line_no FROM {name}_rej))
+        SELECT $sid::INTEGER AS source_id, free.line_no, g.* EXCLUDE (n) FROM {name}_good AS g JOIN free ON free.k = g.n
+        UNION ALL
+        SELECT $sid::INTEGER, r.line_no, r._problem, r._raw, {', '.join('NULL AS ' + c for c in _generic_columns()[3:])}
+        FROM {name}_rej AS r
+        ORDER BY 2""", params={"sid": src.source_id}).to_arrow_table()
+    con.unregister(f"{name}_good")
+    return tbl
+
+
+def _generic_columns() -> list[str]:
+    cols = ["line_no", "_problem", "_raw"]
+    cols += [f for f in MAPPABLE_FIELDS if f not in _TIME_FIELDS]
+    for f_ in _TIME_FIELDS:
+        cols += [f"{f_}_tz", f"{f_}_naive", f"{f_}_text"]
+    return cols
+
+
+def _register_jsonl_mapped(case: Case, src: Source, opts: IngestOptions) -> pa.Table:
+    """JSON Lines with mapped keys: each mapped key is a (possibly dotted) JSON path, bound as a value."""
+    con = case.con
+    name = f"jsonl{src.source_id}"
+    con.register(f"{name}_lines", line_reader(src.paths[0], opts.max_line_bytes))
+    first = next((json_line for json_line in head_lines(src.paths[0], 50) if json_line.strip()), "{}")
+    try:
+        keys = list(_json.loads(first).keys())
+    except Exception:
+        keys = []
+    cols = dict(src.columns)
+    cols.pop("ts_unit", None)
+    if not cols:
+        cols = {f_: f_ for f_ in MAPPABLE_FIELDS if f_ in keys}
+    if "request_id" not in cols or not ({"ts", "ts_end"} & cols.keys()):
+        raise InputError("generic-jsonl needs a mapping with at least request_id and ts", path=src.label,
+                         hint="add [sources.columns] to incident.toml")
+    params: dict[str, Any] = {}
+    parts = []
+    for f_ in MAPPABLE_FIELDS:
+        if f_ in _TIME_FIELDS:
+            continue
+        if f_ in cols:
+            params[f"p_{f_}"] = _json_path(cols[f_])
+            parts.append(f"CASE WHEN ok THEN json_extract_string(text, $p_{f_}) END AS {f_}")
+        else:
+            parts.append(f"NULL AS {f_}")
+    for f_ in _TIME_FIELDS:
+        parts += [f"NULL::TIMESTAMPTZ AS {f_}_tz", f"NULL::TIMESTAMP AS {f_}_naive"]
+        if f_ in cols:
+            params[f"p_{f_}"] = _json_path(cols[f_])
+            parts.append(f"CASE WHEN ok THEN json_extract_string(text, $p_{f_}) END AS {f_}_text")
+        else:
+            parts.append(f"NULL::VARCHAR AS {f_}_text")
+    params["maxb"] = opts.max_line_bytes
+    params["sid"] = src.source_id
+    tbl = con.sql(f"""
+        WITH l AS (SELECT line_no, line_bytes, rtrim(decode(line), chr(13) || chr(10)) AS text FROM {name}_lines),
+        v AS (SELECT *, line_bytes <= $maxb AND json_valid(text) AND json_type(text) = 'OBJECT' AS ok FROM l)
+        SELECT $sid::INTEGER AS source_id, line_no,
+            CASE WHEN trim(text) = '' THEN 'blank line'
+                 WHEN line_bytes > $maxb THEN 'line longer than ' || $maxb || ' bytes'
+                 WHEN NOT json_valid(text) THEN 'malformed JSON'
+                 WHEN NOT ok THEN 'JSON value is not an object' END AS _problem,
+            CASE WHEN NOT ok THEN text END AS _raw,
+            {', '.join(parts)}
+        FROM v ORDER BY line_no""", params=params).to_arrow_table()
+    con.unregister(f"{name}_lines")
+    return tbl
+
+
+def _json_path(key: str) -> str:
+    if key.startswith("$"):
+        return key
+    return "$" + "".join('."' + part.replace('"', '\\"') + '"' for part in key.split("."))
+
+
+_INT_TYPES = ("BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT", "HUGEINT")
+_TEXT_FIELDS = ("request_id", "account_id", "model", "finish_reason", "prefill_node", "decode_node")
+_COUNT_FIELDS = ("prompt_tokens", "cached_tokens", "completion_tokens", "http_status", "prefill_tokens")
+
+
+def _typed(cols: dict[str, str], types: dict[str, str]) -> bool:
+    """Do the mapped Parquet columns already have kvir's types (so the lean adapter applies)?"""
+    if "ts" not in cols or "latency_s" in cols:
+        return False
+    for f_, c in cols.items():
+        t = types[c]
+        if f_ in _TIME_FIELDS and t != "TIMESTAMP WITH TIME ZONE":
+            return False
+        if f_ in _COUNT_FIELDS and t not in _INT_TYPES:
+            return False
+        if f_ in _TEXT_FIELDS and t != "VARCHAR":
+            return False
+    return True
+
+
+def _typed_projection(cols: dict[str, str], types: dict[str, str], available: list[str], source_id: int,
+                      served_model: str | None) -> str:
+    parts = []
+    for f_ in MAPPABLE_FIELDS:
+        if f_ == "latency_s":
+            continue
+        name = f"{f_}_tz" if f_ in _TIME_FIELDS else f_
+        col = _quote_ident(cols[f_], available) if f_ in cols else None
+        typ = "TIMESTAMPTZ" if f_ in _TIME_FIELDS else "BIGINT" if f_ in _COUNT_FIELDS else "VARCHAR"
+        if f_ == "model" and served_model is not None:
+            # the served model fills rows without one; read from the settings table (views take no
+            # parameters; the id is a kvir-generated integer)
+            fallback = f"(SELECT served_model FROM source_settings WHERE source_id = {int(source_id)})"
+            parts.append(f"coalesce({col or 'NULL'}, {fallback}) AS model")
+        elif col:
+            parts.append(f"{col} AS {name}")
+        else:
+            parts.append(f"NULL::{typ} AS {name}")
+    return ", ".join(parts)
+
+
+def _ingest_parquet(case: Case, src: Source) -> None:
+    """Parquet stays where it is: a view maps its columns, another normalises them (no rows copied).
+    Typed columns get the lean adapter (filters reach the Parquet scan); when the row-group statistics
+    prove that no row is bad, the counts come from the footers and nothing is scanned."""
+    con = case.con
+    raw = f"src{src.source_id}_raw"
+    files = [str(p) for p in src.paths]
+    rel = con.read_parquet(files, hive_partitioning=True, file_row_number=True, filename=True)
+    rel.create_view(raw, replace=True)   # DuckDB quotes the file paths itself
+    desc = con.execute(f"DESCRIBE {raw}").fetchall()
+    available = [r[0] for r in desc if r[0] not in ("file_row_number", "filename")]
+    types = {r[0]: r[1] for r in desc}
+    cols = _mapping(src, available)
+    typed = _typed(cols, types)
+    proj = (_typed_projection(cols, types, available, src.source_id, src.served_model) if typed
+            else _mapped_projection(cols, types, available))
+    extra = "" if typed else "NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, "
+    # A view cannot take bound parameters; the source id is a kvir-generated integer (int() makes sure).
+    # source_line is the row's number in its file; a dataset of several files names the file too
+    path = "filename" if len(files) > 1 else "NULL::VARCHAR"
+    con.execute(f"CREATE OR REPLACE VIEW src{src.source_id}_input AS SELECT {int(src.source_id)}::INTEGER AS source_id, "
+                f"file_row_number + 1 AS line_no, {extra}{proj}, {path} AS source_path FROM {raw}")
+    adapter = "adapters/parquet_typed" if typed else src.format.adapter
+    sql = case.compile(adapter, {"input": f"src{src.source_id}_input", "settings": "source_settings"})
+    con.execute(f"CREATE OR REPLACE VIEW records_src{src.source_id} AS {sql}")
+    src.notes.append("typed columns: lean adapter, filters pushed into the Parquet scan" if typed
+                     else "generic adapter (columns need conversion)")
+    if typed:
+        required = [cols[f_] for f_ in ("request_id", "ts") if f_ in cols]
+        if src.served_model is None:
+            required.append(cols.get("model", "model"))
+        proof = case.run("case/parquet_clean", {
+            "files": files, "required": required, "nonempty": [cols["request_id"]],
+            "nonneg": [cols["prompt_tokens"]] if "prompt_tokens" in cols else []}, fetch=True)[0]
+        row_groups, n_rows, unproven = proof
+        if unproven == 0:
+            con.execute("INSERT INTO source_counts VALUES ($id, 'request', NULL, $n)",
+                        {"id": src.source_id, "n": n_rows})
+            src.notes.append(f"counts from {row_groups} row-group footers: statistics prove no row is bad")
+            return
+    case.run("case/view_counts", {"source_id": src.source_id},
+             inputs={"records": f"records_src{src.source_id}"})
+
+

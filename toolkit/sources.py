@@ -1,0 +1,317 @@
+"""Where kvir's inputs come from: paths resolved, each input's format chosen and its settings settled.
+
+A source is one file, or one Parquet dataset (the files under one argument or one [[sources]] entry).
+Its settings are what the file cannot say itself: the time zone of naive timestamps, the served model of
+an engine log, the node and role, the year of year-less stamps, a column mapping. Anything that cannot be
+read correctly is refused here, naming the file, before a line is parsed.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import formats as fmts
+from .errors import InputError
+from .formats import FORMATS, Format
+from .lines import DEFAULT_MAX_LINE_BYTES, head_lines
+from .spec import IncidentSpec, SourceSpec
+from .timezones import SourceTz, parse_source_tz
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+@dataclass
+class Source:
+    source_id: int
+    paths: list[Path]
+    label: str
+    format: Format
+    chosen_by: str
+    tz: SourceTz | None = None
+    served_model: str | None = None
+    served_model_source: str = ""
+    node: str | None = None
+    role: str | None = None
+    year: int | None = None
+    columns: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    window: tuple[Any, Any] | None = None   # the incident window (UTC), for formats that need it
+
+    @property
+    def is_view(self) -> bool:
+        return self.format.reader == "parquet-mapped"
+
+
+@dataclass
+class IngestOptions:
+    format: str = "auto"
+    source_tz: str | None = None
+    served_model: str | None = None
+    year: int | None = None
+    keep_raw: bool = False
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    hash: str = "auto"          # full | footer | auto | none (see input_digest)
+    join_tolerance_s: float = fmts.DEFAULT_TOLERANCE_S   # candidates / identities joined by time (formats/joins.py)
+
+
+# ----------------------------------------------------------------------------------------- resolving
+
+def resolve_paths(paths: list[str | Path], spec: IncidentSpec | None) -> list[tuple[Path, Path]]:
+    """(file, the argument it came from). Folders are walked; globs expanded; a path that matches
+    nothing is an error naming it. With no paths, the spec's [[sources]] paths are used."""
+    args: list[tuple[str, Path]] = []
+    if paths:
+        args = [(str(p), Path.cwd()) for p in paths]
+    elif spec is not None and spec.sources:
+        args = [(s.path, spec.base_dir) for s in spec.sources]
+    if not args:
+        raise InputError("no input paths given (pass files, folders or globs, or list [[sources]] in incident.toml)")
+    out: list[tuple[Path, Path]] = []
+    for text, base in args:
+        p = Path(text) if Path(text).is_absolute() else base / text
+        if _GLOB_CHARS.search(text):
+            hits = sorted(Path(h) for h in glob.glob(str(p), recursive=True) if Path(h).is_file())
+            if not hits:
+                raise InputError("glob matches no files", path=text)
+            out += [(h, p) for h in hits]
+        elif p.is_dir():
+            hits = sorted(f for f in p.rglob("*") if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts))
+            if not hits:
+                raise InputError("folder holds no files", path=text)
+            out += [(h, p) for h in hits]
+        elif p.is_file():
+            out.append((p, p))
+        elif p.exists():
+            raise InputError("not a regular file or folder", path=text)
+        else:
+            raise InputError("no such file or folder", path=text)
+    seen: set[Path] = set()
+    unique = []
+    for f, a in out:
+        r = f.resolve()
+        if r not in seen:
+            seen.add(r)
+            unique.append((f, a))
+    return unique
+
+
+def _spec_source_for(path: Path, spec: IncidentSpec | None) -> SourceSpec | None:
+    if spec is None:
+        return None
+    r = path.resolve()
+    for s in spec.sources:
+        pattern = s.path if Path(s.path).is_absolute() else str(spec.base_dir / s.path)
+        matches = {Path(h).resolve() for h in glob.glob(pattern, recursive=True)}
+        if Path(pattern).is_dir():
+            if r.is_relative_to(Path(pattern).resolve()):
+                return s
+        if r in matches:
+            return s
+    return None
+
+
+def is_parquet(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+def sniff(path: Path) -> tuple[Format, str]:
+    """Choose a format from content (and the file name where that is the convention)."""
+    if is_parquet(path):
+        return FORMATS["generic-parquet"], "sniffed: Parquet magic bytes"
+    try:
+        head = head_lines(path)
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", path=str(path)) from None
+    except EOFError:
+        raise InputError("truncated compressed file", path=str(path)) from None
+    scores = []
+    for f in FORMATS.values():
+        if f.sniff is None:
+            continue
+        try:
+            s = f.sniff(path, head)
+        except Exception:  # a sniffer must never take triage down; it just does not match
+            s = 0
+        if s > 0:
+            scores.append((s, f.name))
+    tried = ", ".join(sorted(n for n, f in FORMATS.items() if f.sniff))
+    if not scores:
+        raise InputError(f"matches no known format (tried: {tried})", path=str(path),
+                         hint="give --format NAME, or a [[sources]] entry with format and columns")
+    scores.sort(reverse=True)
+    best_score, best = scores[0]
+    if best_score < 50 and FORMATS[best].needs == ("columns",):
+        return FORMATS[best], f"sniffed by file name ({best}); needs a column mapping"
+    return FORMATS[best], f"sniffed: {best} (score {best_score}; tried: {tried})"
+
+
+_SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)")
+
+
+def _server_args(path: Path) -> tuple[str | None, str | None, int | None]:
+    """(served model, disaggregation role, line) from an SGLang `server_args=ServerArgs(...)` line, if any
+    within the first MiB (the engine prints it once at start-up)."""
+    for i, line in enumerate(head_lines(path, max_lines=5000, max_bytes=1 << 20), 1):
+        m = _SERVER_ARGS.search(line)
+        if not m:
+            continue
+        args = m.group(1)
+        served = re.search(r"\bserved_model_name='([^']*)'", args)
+        model_path = re.search(r"\bmodel_path='([^']*)'", args)
+        mode = re.search(r"\bdisaggregation_mode='(prefill|decode|null)'", args)
+        role = {"prefill": "prefill", "decode": "decode", "null": "mixed"}.get(mode.group(1)) if mode else None
+        model = served.group(1) if served else (model_path.group(1) if model_path else None)
+        return model, role, i
+    return None, None, None
+
+
+_GENERIC_STEMS = {"server", "requests", "request", "stdout", "stderr", "output", "log", "logs", "app", "engine",
+                  "access", "current", "latest", "api_server", "vllm"}
+
+
+def _node_from_name(path: Path) -> str:
+    """The node a log file belongs to: its name (prefill-3.log -> prefill-3), or its folder's name when
+    the file name is generic (engine/decode-0/server.log -> decode-0)."""
+    name = path.name
+    for suffix in (".gz", ".zst", ".zstd", ".log", ".jsonl", ".ndjson", ".json", ".txt", ".csv", ".parquet"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    if (name.lower() in _GENERIC_STEMS or name.startswith("sglang-request-metrics-")) and path.parent.name:
+        return path.parent.name     # per-hour metrics exports are named by hour: the folder names the node
+    return name
+
+
+def _role_from_name(path: Path) -> str | None:
+    n = path.name.lower()
+    if "prefill" in n:
+        return "prefill"
+    if "decode" in n:
+        return "decode"
+    return None
+
+
+def plan_sources(paths: list[str | Path], spec: IncidentSpec | None, opts: IngestOptions) -> list[Source]:
+    """Decide, per input, its format and settings; refuse what cannot be read correctly."""
+    files = resolve_paths(paths, spec)
+    groups: dict[tuple, list[Path]] = {}
+    planned: dict[tuple, tuple[Format, str, SourceSpec | None]] = {}
+    for f, arg in files:
+        ss = _spec_source_for(f, spec)
+        if opts.format and opts.format != "auto":
+            fmt, how = fmts.get(opts.format), "given: --format"
+        elif ss is not None and ss.format:
+            fmt, how = fmts.get(ss.format), "given: [[sources]] format"
+        else:
+            fmt, how = sniff(f)
+        # the files of one Parquet dataset (one argument or one [[sources]] entry) are one source
+        key = ("parquet", str(arg), id(ss)) if fmt.reader == "parquet-mapped" else ("file", str(f))
+        groups.setdefault(key, []).append(f)
+        planned[key] = (fmt, how, ss)
+    sources = []
+    for i, (key, group) in enumerate(groups.items(), 1):
+        fmt, how, ss = planned[key]
+        sources.append(_settle(i, group, key, fmt, how, ss, spec, opts))
+    return sources
+
+
+def _settle(i: int, files: list[Path], key: tuple, fmt: Format, how: str, ss: SourceSpec | None,
+            spec: IncidentSpec | None, opts: IngestOptions) -> Source:
+    first = files[0]
+    label = str(first) if key[0] == "file" else f"{key[1]} ({len(files)} Parquet file{'s' * (len(files) != 1)})"
+    src = Source(i, files, label, fmt, how)
+    tz_text = opts.source_tz or (ss.source_tz if ss else None)
+    if fmt.times_utc and not (ss and ss.source_tz) and tz_text:
+        src.notes.append(f"{fmt.name} times are UTC by definition; --source-tz {tz_text} not applied")
+        tz_text = None
+    src.window = (spec.window_start, spec.window_end) if spec is not None else None
+    if tz_text:
+        try:
+            src.tz = parse_source_tz(tz_text)
+        except ValueError as e:
+            raise InputError(str(e), path=label, key="--source-tz") from None
+    if "source_tz" in fmt.needs and src.tz is None:
+        raise InputError(f"{fmt.name} writes naive host-local timestamps ({fmt.times}); kvir will not guess the zone",
+                         path=label, hint="pass --source-tz (an IANA name such as America/Chicago, or +02:00), "
+                                          "or set source_tz in a [[sources]] entry")
+    src.year = opts.year or (ss.year if ss else None)
+    src.node = (ss.node if ss and ss.node else None) or _node_from_name(first)
+    src.role = (ss.role if ss and ss.role else None)
+    src.columns = dict(ss.columns) if ss else {}
+
+    if not fmt.names_model:
+        model, role, line = _server_args(first)
+        if model:
+            src.served_model, src.served_model_source = model, f"server_args= line {line}"
+        elif opts.served_model or (ss and ss.served_model):
+            src.served_model = opts.served_model or ss.served_model  # type: ignore[union-attr]
+            src.served_model_source = "--served-model" if opts.served_model else "[[sources]] served_model"
+        elif spec is not None:
+            src.served_model = spec.model
+            src.served_model_source = "assumed: no server_args= line and no --served-model, so taken to serve the incident's model"
+            src.notes.append(f"served model assumed to be {spec.model} (no server_args= line, no --served-model)")
+        src.role = src.role or role or _role_from_name(Path(src.node or first.name))
+    elif opts.served_model or (ss and ss.served_model):
+        src.served_model = opts.served_model or ss.served_model  # type: ignore[union-attr]
+        src.served_model_source = "--served-model (used where a record names no model)"
+    return src
+
+
+# ----------------------------------------------------------------------------------------- ingesting
+
+def input_digest(src: Source, mode: str) -> str | None:
+    """The manifest's fingerprint of an input.
+
+    full    SHA-256 of every byte (one file), or of the sorted per-file digests (a dataset);
+    footer  Parquet only: SHA-256 over each file's size and footer (the metadata: schema, row-group
+            offsets, sizes and statistics), written `sha256-footer:...`; it reads kilobytes where a full
+            hash of 10^8 rows reads gigabytes, and changes whenever a row group is rewritten, but it is
+            not a byte-for-byte seal: use --hash full for chain of custody;
+    auto    full for text inputs (they are read whole anyway), footer for Parquet (read in place: a full
+            hash would read every byte the query skips);
+    none    no fingerprint (recorded as null)."""
+    if mode == "none":
+        return None
+    if mode == "footer" or (mode == "auto" and src.is_view):
+        if not src.is_view:
+            return _sha256(src.paths)
+        return "sha256-footer:" + _digest_of(sorted(_footer_sha256(p) for p in src.paths))
+    return _sha256(src.paths)
+
+
+def _footer_sha256(p: Path) -> str:
+    import struct
+
+    with open(p, "rb") as f:
+        f.seek(0, 2)
+        size = f.tell()
+        f.seek(size - 8)
+        n = struct.unpack("<I", f.read(4))[0]
+        f.seek(max(0, size - 8 - n))
+        footer = f.read(n + 8)
+    return hashlib.sha256(str(size).encode() + b"\0" + footer).hexdigest()
+
+
+def _digest_of(digests: list[str]) -> str:
+    return digests[0] if len(digests) == 1 else hashlib.sha256("\n".join(digests).encode()).hexdigest()
+
+
+def _sha256(paths: list[Path]) -> str:
+    """SHA-256 of one file, or of the sorted per-file digests of a dataset."""
+    digests = []
+    for p in sorted(paths):
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        digests.append(h.hexdigest())
+    if len(digests) == 1:
+        return digests[0]
+    return "sha256-of-files:" + _digest_of(digests)
+
+
