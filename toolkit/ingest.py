@@ -25,7 +25,7 @@ from .case import Case
 from .errors import InputError
 from .lines import compression_of, head_lines, interleave, iter_line_batches
 from .lines import TEXT_SCHEMA as LINE_SCHEMA
-from .mapped import _ingest_parquet, _register_csv_mapped, _register_jsonl_mapped
+from .mapped import ingest_parquet, csv_mapped_input, jsonl_mapped_input
 from .progress import ByteCounter, Reporter
 from .sources import IngestOptions, Source, input_digest, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
 
@@ -53,7 +53,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     for src in sources:
         if src.is_view:
             t0 = time.perf_counter()
-            reporter.run(f"read {Path(src.label).name}", lambda s=src: _ingest_parquet(case, s), con=con,
+            reporter.run(f"read {Path(src.label).name}", lambda s=src: ingest_parquet(case, s), con=con,
                          task=bar, base=done, span=sizes[src.source_id])
             _set_seconds(case, [src], time.perf_counter() - t0)
             done += sizes[src.source_id]
@@ -168,8 +168,8 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
     elif reader == "records":
         inp = fmts.records_input(case, group, opts, on_bytes)
     elif reader in ("jsonl-mapped", "csv-mapped"):
-        tbl = (_register_jsonl_mapped(case, group[0], opts) if reader == "jsonl-mapped"
-               else _register_csv_mapped(case, group[0]))
+        tbl = (jsonl_mapped_input(case, group[0], opts) if reader == "jsonl-mapped"
+               else csv_mapped_input(case, group[0]))
         inp = tbl.append_column("source_path", pa.nulls(tbl.num_rows, pa.string()))   # one file: no path
     else:
         raise InputError(f"format {fmt.name} has no reader {reader!r}")

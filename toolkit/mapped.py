@@ -60,7 +60,7 @@ def _mapped_projection(cols: dict[str, str], types: dict[str, str], available: l
     return ", ".join(parts)
 
 
-def _register_csv_mapped(case: Case, src: Source) -> pa.Table:
+def csv_mapped_input(case: Case, src: Source) -> pa.Table:
     """A CSV with a header, mapped columns. DuckDB's reader (all values as text) with rejected rows
     stored: those keep DuckDB's line numbers, good rows take the remaining ones in order (line 1 is
     the header), so every row of the file comes out once."""
@@ -106,7 +106,7 @@ def _generic_columns() -> list[str]:
     return cols
 
 
-def _register_jsonl_mapped(case: Case, src: Source, opts: IngestOptions) -> pa.Table:
+def jsonl_mapped_input(case: Case, src: Source, opts: IngestOptions) -> pa.Table:
     """JSON Lines with mapped keys: each mapped key is a (possibly dotted) JSON path, bound as a value."""
     con = case.con
     name = f"jsonl{src.source_id}"
@@ -204,7 +204,7 @@ def _typed_projection(cols: dict[str, str], types: dict[str, str], available: li
     return ", ".join(parts)
 
 
-def _ingest_parquet(case: Case, src: Source) -> None:
+def ingest_parquet(case: Case, src: Source) -> None:
     """Parquet stays where it is: a view maps its columns, another normalises them (no rows copied).
     Typed columns get the lean adapter (filters reach the Parquet scan); when the row-group statistics
     prove that no row is bad, the counts come from the footers and nothing is scanned."""
