@@ -67,6 +67,7 @@ def triage(
     memory_limit: Annotated[Optional[str], typer.Option("--memory-limit", help="DuckDB memory limit, e.g. 4GB.")] = None,
     startup: Annotated[Optional[list[str]], typer.Option("--startup", help="Start-up logs (repeatable): judge each request by the pool in effect on its node at that time.")] = None,
     inventory: Annotated[Optional[Path], typer.Option("--inventory", help="Inventory TOML mapping start-up log files to nodes (with --startup).")] = None,
+    join_tolerance: Annotated[float, typer.Option("--join-tolerance", help="Seconds within which evidence without a shared id is joined by time.")] = 2.0,
 ) -> None:
     """Find the affected responses, the accounts and the nodes behind them."""
     from .summary import print_triage
@@ -76,7 +77,8 @@ def triage(
         result = run_triage(incident, paths or [], out=out, format=format, source_tz=source_tz,
                             served_model=served_model, year=year, max_bad_lines=max_bad_lines,
                             keep_raw=keep_raw, hash=hash, progress=not quiet,
-                            memory_limit=memory_limit, startup=startup or None, inventory=inventory)
+                            memory_limit=memory_limit, startup=startup or None, inventory=inventory,
+                            join_tolerance_s=join_tolerance)
     except KvirError as e:
         _fail(e)
         return

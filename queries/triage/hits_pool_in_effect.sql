@@ -9,6 +9,7 @@
 -- (pool - 6 when the start did not show its context). A request without a prefill node, on a node
 -- without start-up evidence, before its node's first start, or on a start whose pool is unknown falls
 -- back to the global spec threshold ($pool_tokens, $engine_limit) and says so in threshold_source.
+-- Coarse (hour-granular) times and the possibly-affected category work exactly as in triage/hits.
 -- Output: the columns of triage/hits plus pool_in_effect, context_in_effect, engine_limit_in_effect,
 -- config_ts, config_evidence (file:line) and threshold_source.
 CREATE OR REPLACE TABLE triage_hits AS
@@ -27,7 +28,10 @@ scoped AS (
     SELECT r.*, row_number() OVER (ORDER BY r.request_id, r.ts) AS k_row
     FROM requests AS r, floor_ AS f
     WHERE r.model IN (SELECT unnest($models))
-      AND r.ts >= $window_start AND r.ts <= $window_end
+      AND r.ts <= $window_end
+      AND r.ts > $window_start - INTERVAL 1 DAY     -- as in triage/hits: a plain bound reaches the scan
+      AND (r.ts >= $window_start
+           OR (coalesce(r.ts_granularity_s, 0) > 0 AND r.ts + to_seconds(r.ts_granularity_s) > $window_start))
       AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= f.lo)
 ),
 interleaved AS (
@@ -85,6 +89,9 @@ SELECT d.* EXCLUDE (k_row, config_id, cfg_pool, cfg_context, cfg_limit, node_kno
     CASE
         WHEN d.prompt_tokens IS NULL THEN 'undecidable'
         WHEN NOT d.hit THEN 'other-rule'
+        WHEN d.outcome = 'served' AND coalesce(d.ts_granularity_s, 0) > 0
+             AND NOT (d.ts >= $window_start
+                      AND d.ts + to_seconds(d.ts_granularity_s) - INTERVAL 1 MICROSECOND <= $window_end) THEN 'possibly-affected'
         WHEN d.outcome = 'served' THEN 'affected'
         WHEN d.outcome = 'rejected' THEN 'rejected'
         WHEN d.outcome = 'failed' THEN 'failed'
@@ -94,5 +101,11 @@ SELECT d.* EXCLUDE (k_row, config_id, cfg_pool, cfg_context, cfg_limit, node_kno
         WHEN d.prompt_tokens IS NULL THEN 'prompt length unknown'
         WHEN d.hit AND d.outcome IS NULL THEN 'outcome unknown (no HTTP status or finish reason)'
     END AS undecidable_reason,
+    CASE WHEN coalesce(d.ts_granularity_s, 0) > 0 THEN
+        'start known only to within ' || d.ts_granularity_s || ' s: [' || strftime(d.ts, '%Y-%m-%dT%H:%M:%SZ') || ', '
+        || strftime(d.ts + to_seconds(d.ts_granularity_s), '%Y-%m-%dT%H:%M:%SZ') || ')'
+        || CASE WHEN d.ts >= $window_start AND d.ts + to_seconds(d.ts_granularity_s) - INTERVAL 1 MICROSECOND <= $window_end
+                THEN ', inside the window' ELSE ', crossing a window edge' END
+    END AS time_note,
     d.pool_in_effect, d.context_in_effect, d.engine_limit_in_effect, d.config_ts, d.config_evidence, d.threshold_source
 FROM decided AS d;

@@ -144,3 +144,19 @@ def test_vllm_year_option_wins_over_the_window(run_fixture):
     # 02-29 does not exist in 2025 either
     assert r.case.con.execute("SELECT reason FROM quarantine").fetchone()[0].startswith(
         "year-less timestamp is not a valid date in 2025")
+
+
+def test_hour_only_times_judged_the_same_with_the_pool_in_effect(run_fixture, tmp_path):
+    """triage --startup (pool per node and time) keeps triage/hits' treatment of hour-granular times."""
+    plain = categories(run_fixture("sglang_metrics", source_tz="America/Chicago"))
+    startup = tmp_path / "startup" / "decode-1.log"   # a start-up log of the node, with the spec's own pool
+    startup.parent.mkdir(parents=True)
+    startup.write_text(
+        "[2026-08-01 00:00:00] server_args=ServerArgs(model_path='zai-org/GLM-5.3', context_length=1048576, "
+        "served_model_name='zai-org/GLM-5.3', page_size=64, disaggregation_mode='null')\n"
+        "[2026-08-01 00:00:05 TP0] max_total_num_tokens=681280, chunked_prefill_size=16384, max_prefill_tokens=16384, "
+        "max_running_requests=64, context_len=1048576, available_gpu_mem=8.93 GB\n")
+    r = run_fixture("sglang_metrics", source_tz="America/Chicago", startup=[startup])
+    assert r.summary["threshold"].startswith("pool in effect")
+    assert categories(r) == plain
+    assert {k for k, v in categories(r).items() if v == "possibly-affected"} == POSSIBLY_AFFECTED
