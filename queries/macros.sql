@@ -267,3 +267,27 @@ CREATE OR REPLACE MACRO kvir_otlp_attr(attrs, k) AS (
 CREATE OR REPLACE MACRO kvir_span(sec) AS CASE
     WHEN sec IS NULL OR isnan(sec) OR isinf(sec) OR abs(sec) > 10000000 THEN NULL
     ELSE to_microseconds(CAST(round(sec * 1e6) AS BIGINT)) END;
+
+-- Triage categories, shared by queries/triage/hits.sql and hits_pool_in_effect.sql (their header
+-- comments say what each category means). `gran` is ts_granularity_s: 0 or NULL for an exact start;
+-- otherwise the start lies in [ts, ts + gran) and counts as inside the window [ws, we] only if all of it does.
+CREATE OR REPLACE MACRO kvir_span_inside(ts, gran, ws, we) AS
+    coalesce(gran, 0) = 0 OR (ts >= ws AND ts + to_seconds(gran) - INTERVAL 1 MICROSECOND <= we);
+
+CREATE OR REPLACE MACRO kvir_triage_category(prompt_tokens, hit, outcome, ts, gran, ws, we) AS CASE
+    WHEN prompt_tokens IS NULL THEN 'undecidable'
+    WHEN NOT hit THEN 'other-rule'
+    WHEN outcome = 'served' AND NOT kvir_span_inside(ts, gran, ws, we) THEN 'possibly-affected'
+    WHEN outcome = 'served' THEN 'affected'
+    WHEN outcome IN ('rejected', 'failed', 'aborted') THEN outcome
+    ELSE 'undecidable' END;
+
+CREATE OR REPLACE MACRO kvir_undecidable_reason(prompt_tokens, hit, outcome) AS CASE
+    WHEN prompt_tokens IS NULL THEN 'prompt length unknown'
+    WHEN hit AND outcome IS NULL THEN 'outcome unknown (no HTTP status or finish reason)' END;
+
+CREATE OR REPLACE MACRO kvir_time_note(ts, gran, ws, we) AS CASE WHEN coalesce(gran, 0) > 0 THEN
+    'start known only to within ' || gran || ' s: [' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') || ', '
+    || strftime(ts + to_seconds(gran), '%Y-%m-%dT%H:%M:%SZ') || ')'
+    || CASE WHEN kvir_span_inside(ts, gran, ws, we) THEN ', inside the window' ELSE ', crossing a window edge' END
+    END;

@@ -37,25 +37,8 @@ judged AS (
     FROM scoped AS s
 )
 SELECT j.*,
-    CASE
-        WHEN j.prompt_tokens IS NULL THEN 'undecidable'
-        WHEN NOT j.hit THEN 'other-rule'
-        WHEN j.outcome = 'served' AND coalesce(j.ts_granularity_s, 0) > 0
-             AND NOT (j.ts >= $window_start
-                      AND j.ts + to_seconds(j.ts_granularity_s) - INTERVAL 1 MICROSECOND <= $window_end) THEN 'possibly-affected'
-        WHEN j.outcome = 'served' THEN 'affected'
-        WHEN j.outcome = 'rejected' THEN 'rejected'
-        WHEN j.outcome = 'failed' THEN 'failed'
-        WHEN j.outcome = 'aborted' THEN 'aborted'
-        ELSE 'undecidable' END AS category,
-    CASE
-        WHEN j.prompt_tokens IS NULL THEN 'prompt length unknown'
-        WHEN j.hit AND j.outcome IS NULL THEN 'outcome unknown (no HTTP status or finish reason)'
-    END AS undecidable_reason,
-    CASE WHEN coalesce(j.ts_granularity_s, 0) > 0 THEN
-        'start known only to within ' || j.ts_granularity_s || ' s: [' || strftime(j.ts, '%Y-%m-%dT%H:%M:%SZ') || ', '
-        || strftime(j.ts + to_seconds(j.ts_granularity_s), '%Y-%m-%dT%H:%M:%SZ') || ')'
-        || CASE WHEN j.ts >= $window_start AND j.ts + to_seconds(j.ts_granularity_s) - INTERVAL 1 MICROSECOND <= $window_end
-                THEN ', inside the window' ELSE ', crossing a window edge' END
-    END AS time_note
+    kvir_triage_category(j.prompt_tokens, j.hit, j.outcome, j.ts, j.ts_granularity_s, $window_start, $window_end)
+        AS category,
+    kvir_undecidable_reason(j.prompt_tokens, j.hit, j.outcome) AS undecidable_reason,
+    kvir_time_note(j.ts, j.ts_granularity_s, $window_start, $window_end) AS time_note
 FROM judged AS j;

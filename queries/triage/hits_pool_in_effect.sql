@@ -86,26 +86,9 @@ decided AS (
 SELECT d.* EXCLUDE (k_row, config_id, cfg_pool, cfg_context, cfg_limit, node_known, pool_in_effect, context_in_effect,
                     engine_limit_in_effect, config_ts, config_evidence, threshold_source, public_hit, engine_hit, hit, other_hit),
     d.public_hit, d.engine_hit, d.hit, d.other_hit,
-    CASE
-        WHEN d.prompt_tokens IS NULL THEN 'undecidable'
-        WHEN NOT d.hit THEN 'other-rule'
-        WHEN d.outcome = 'served' AND coalesce(d.ts_granularity_s, 0) > 0
-             AND NOT (d.ts >= $window_start
-                      AND d.ts + to_seconds(d.ts_granularity_s) - INTERVAL 1 MICROSECOND <= $window_end) THEN 'possibly-affected'
-        WHEN d.outcome = 'served' THEN 'affected'
-        WHEN d.outcome = 'rejected' THEN 'rejected'
-        WHEN d.outcome = 'failed' THEN 'failed'
-        WHEN d.outcome = 'aborted' THEN 'aborted'
-        ELSE 'undecidable' END AS category,
-    CASE
-        WHEN d.prompt_tokens IS NULL THEN 'prompt length unknown'
-        WHEN d.hit AND d.outcome IS NULL THEN 'outcome unknown (no HTTP status or finish reason)'
-    END AS undecidable_reason,
-    CASE WHEN coalesce(d.ts_granularity_s, 0) > 0 THEN
-        'start known only to within ' || d.ts_granularity_s || ' s: [' || strftime(d.ts, '%Y-%m-%dT%H:%M:%SZ') || ', '
-        || strftime(d.ts + to_seconds(d.ts_granularity_s), '%Y-%m-%dT%H:%M:%SZ') || ')'
-        || CASE WHEN d.ts >= $window_start AND d.ts + to_seconds(d.ts_granularity_s) - INTERVAL 1 MICROSECOND <= $window_end
-                THEN ', inside the window' ELSE ', crossing a window edge' END
-    END AS time_note,
+    kvir_triage_category(d.prompt_tokens, d.hit, d.outcome, d.ts, d.ts_granularity_s, $window_start, $window_end)
+        AS category,
+    kvir_undecidable_reason(d.prompt_tokens, d.hit, d.outcome) AS undecidable_reason,
+    kvir_time_note(d.ts, d.ts_granularity_s, $window_start, $window_end) AS time_note,
     d.pool_in_effect, d.context_in_effect, d.engine_limit_in_effect, d.config_ts, d.config_evidence, d.threshold_source
 FROM decided AS d;
