@@ -12,7 +12,7 @@ from kvir.cli import app
 
 from .conftest import write
 
-SARIF_SCHEMA = Path("/work/shared/schemas/sarif/sarif-schema-2.1.0.json")
+SARIF_SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "sarif" / "sarif-schema-2.1.0.json"
 
 HEALTHY = """\
 [2026-09-01 10:00:00] server_args=ServerArgs(model_path='m', context_length=131072, disaggregation_mode='null')
