@@ -1,6 +1,7 @@
--- evidence_join: join one source's requests to the requests other sources hold, by time, and merge the matches.
+-- evidence_join: join a group of sources' requests to the requests other sources hold, by time, and merge the matches.
 -- Params: none
--- Inputs: __join__ (one row: source_id, pass, tolerance_s; written by toolkit/formats/joins.py with bound values)
+-- Inputs: __join__ (one row: source_ids, pass, tolerance_s; written by toolkit/formats/joins.py with bound values;
+--         the files of one format go in one pass: each pass rewrites `requests`)
 --
 -- Runs after case/requests_merged has merged what shares a request id or a bootstrap_room. Two passes:
 --   candidate  the source's requests without a prompt length (router, vLLM INFO, Logpush, nginx, ...)
@@ -19,9 +20,10 @@
 -- Every joined request gets a row in evidence_joins; nothing is dropped.
 CREATE OR REPLACE TEMP TABLE ej_a AS
 SELECT r.*, coalesce(r.decode_node, r.prefill_node) AS a_node,
-       r.prefill_node IS NULL AND r.decode_node IS NULL AS a_client_side
+       r.prefill_node IS NULL AND r.decode_node IS NULL AS a_client_side,
+       r.source_ids[1] AS a_source_id
 FROM requests AS r, __join__ AS j
-WHERE list_contains(r.source_ids, j.source_id) AND len(r.source_ids) = 1 AND r.ts IS NOT NULL
+WHERE list_has_any(r.source_ids, j.source_ids) AND len(r.source_ids) = 1 AND r.ts IS NOT NULL
   AND coalesce(r.ts_granularity_s, 0) = 0
   AND CASE WHEN j.pass = 'candidate' THEN r.prompt_tokens IS NULL
            ELSE r.prompt_tokens IS NOT NULL AND r.account_id IS NOT NULL
@@ -30,7 +32,7 @@ WHERE list_contains(r.source_ids, j.source_id) AND len(r.source_ids) = 1 AND r.t
 CREATE OR REPLACE TEMP TABLE ej_b AS
 SELECT r.*
 FROM requests AS r, __join__ AS j
-WHERE NOT list_contains(r.source_ids, j.source_id) AND r.prompt_tokens IS NOT NULL AND r.ts IS NOT NULL
+WHERE NOT list_has_any(r.source_ids, j.source_ids) AND r.prompt_tokens IS NOT NULL AND r.ts IS NOT NULL
   AND coalesce(r.ts_granularity_s, 0) = 0
   AND (j.pass = 'candidate' OR (r.account_id IS NULL AND (r.prefill_node IS NOT NULL OR r.decode_node IS NOT NULL)));
 
@@ -49,15 +51,15 @@ WHERE b.ts >= a.ts - to_microseconds(CAST(round(j.tolerance_s * 1e6) AS BIGINT))
 
 CREATE OR REPLACE TEMP TABLE ej_result AS
 WITH per_a AS (
-    SELECT a.request_id AS a_id, a.ts, a.account_id, count(p.b_id) AS partners,
+    SELECT a.request_id AS a_id, a.a_source_id, a.ts, a.account_id, count(p.b_id) AS partners,
            any_value(p.b_id) AS b_id, any_value(p.delta_s) AS delta_s, any_value(p.method) AS method
     FROM ej_a AS a LEFT JOIN ej_pairs AS p ON p.a_id = a.request_id
-    GROUP BY a.request_id, a.ts, a.account_id
+    GROUP BY a.request_id, a.a_source_id, a.ts, a.account_id
 ),
 claims AS (
     SELECT b_id, count(*) AS claimants FROM ej_pairs GROUP BY b_id
 )
-SELECT pa.a_id, pa.ts, pa.account_id, pa.partners,
+SELECT pa.a_id, pa.a_source_id, pa.ts, pa.account_id, pa.partners,
     CASE WHEN pa.partners = 0 THEN 'missed'
          WHEN pa.partners = 1 AND c.claimants = 1 THEN 'matched'
          ELSE 'ambiguous' END AS status,
@@ -70,15 +72,17 @@ SELECT pa.a_id, pa.ts, pa.account_id, pa.partners,
 FROM per_a AS pa LEFT JOIN claims AS c ON c.b_id = pa.b_id;
 
 INSERT INTO evidence_joins
-SELECT j.source_id, j.pass, r.request_id, r.ts, 'matched', 1, r.request_id, 'id', j.tolerance_s, 0.0,
+SELECT list_intersect(r.source_ids, j.source_ids)[1], j.pass, r.request_id, r.ts, 'matched', 1, r.request_id, 'id',
+       j.tolerance_s, 0.0,
        CASE WHEN j.pass = 'identity' OR r.account_id IS NOT NULL THEN r.account_id END,
        'shares its request id (or bootstrap_room) with ' || (len(r.source_ids) - 1) || ' other source(s)'
 FROM requests AS r, __join__ AS j
-WHERE list_contains(r.source_ids, j.source_id) AND len(r.source_ids) > 1 AND r.join_method IS NULL
-  AND NOT EXISTS (SELECT 1 FROM evidence_joins AS e WHERE e.source_id = j.source_id AND e.request_id = r.request_id)
+WHERE list_has_any(r.source_ids, j.source_ids) AND len(r.source_ids) > 1 AND r.join_method IS NULL
+  AND NOT EXISTS (SELECT 1 FROM evidence_joins AS e
+                  WHERE list_contains(j.source_ids, e.source_id) AND e.request_id = r.request_id)
   AND (j.pass = 'candidate' OR r.account_id IS NOT NULL)
 UNION ALL
-SELECT j.source_id, j.pass, x.a_id, x.ts, x.status, x.partners, x.b_id, x.method, j.tolerance_s, x.delta_s,
+SELECT x.a_source_id, j.pass, x.a_id, x.ts, x.status, x.partners, x.b_id, x.method, j.tolerance_s, x.delta_s,
        x.account_id, x.note
 FROM ej_result AS x, __join__ AS j;
 

@@ -24,25 +24,30 @@ if TYPE_CHECKING:  # pragma: no cover
 DEFAULT_TOLERANCE_S = 2.0
 
 
-def plan_passes(sources: list["Source"]) -> list[tuple["Source", str]]:
-    """(source, pass) in the order they run; none when nothing could be joined."""
+def plan_passes(sources: list["Source"]) -> list[tuple[list["Source"], str]]:
+    """(sources, pass) in the order they run, the files of one format together (a folder of gateway pages
+    is one pass, not one per page: each pass rewrites `requests`); none when nothing could be joined."""
     counts = [s for s in sources if s.format.evidence == "counts"]
     if not counts:
         return []
     engine_counts = any(s.format.engine for s in counts)
-    passes: list[tuple[Source, str]] = []
+    groups: dict[tuple[str, str], list[Source]] = {}
     if engine_counts:
-        passes += [(s, "identity") for s in sources if s.format.names_customers and not s.format.engine]
-    passes += [(s, "candidate") for s in sources if s.format.evidence == "candidates"]
-    return passes
+        for s in sources:
+            if s.format.names_customers and not s.format.engine:
+                groups.setdefault(("identity", s.format.name), []).append(s)
+    for s in sources:
+        if s.format.evidence == "candidates":
+            groups.setdefault(("candidate", s.format.name), []).append(s)
+    return [(group, kind) for (kind, _), group in groups.items()]
 
 
 def join_evidence(case: "Case", sources: list["Source"], tolerance_s: float = DEFAULT_TOLERANCE_S) -> int:
     """Run the passes; returns how many ran. `requests` must be a table (requests_merged)."""
     passes = plan_passes(sources)
-    for src, kind in passes:
-        case.con.execute("CREATE OR REPLACE TEMP TABLE ej_settings AS SELECT $sid::INTEGER AS source_id, "
+    for group, kind in passes:
+        case.con.execute("CREATE OR REPLACE TEMP TABLE ej_settings AS SELECT $sids::INTEGER[] AS source_ids, "
                          "$pass::VARCHAR AS pass, $tol::DOUBLE AS tolerance_s",
-                         {"sid": src.source_id, "pass": kind, "tol": float(tolerance_s)})
+                         {"sids": [s.source_id for s in group], "pass": kind, "tol": float(tolerance_s)})
         case.run("case/evidence_join", inputs={"join": "ej_settings"})
     return len(passes)
