@@ -14,7 +14,7 @@ from kvir.formats import FORMATS
 from kvir.ingest import sniff
 
 from ..conftest import spec_text
-from .expected import AFFECTED, AGGREGATE, COUNTS, FIXTURES, FORMAT_OF, POSSIBLY_AFFECTED, SOURCES_TOML, counts_of
+from .expected import AFFECTED, AGGREGATE, COUNTS, FIXTURES, FORMAT_OF, POSSIBLY_AFFECTED, SOURCES_TOML
 
 
 @pytest.mark.parametrize("rel", sorted(COUNTS))
