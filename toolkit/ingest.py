@@ -18,12 +18,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import formats as fmts
 from .case import Case
 from .errors import InputError
-from .lines import compression_of, head_lines, interleave, iter_line_batches
+from .lines import compression_of, interleave, iter_line_batches
 from .lines import TEXT_SCHEMA as LINE_SCHEMA
 from .mapped import ingest_parquet, csv_mapped_input, jsonl_mapped_input
 from .progress import ByteCounter, Reporter
@@ -117,8 +116,6 @@ def _set_seconds(case: Case, group: list[Source], seconds: float) -> None:
 
 def _variant(src: Source) -> str:
     """Sources of one format that need different readers go in different batches."""
-    if src.format.reader == "json-records":
-        return "document" if _is_json_document(src.paths[0]) else "lines"
     if src.format.reader == "records":
         return "records"
     if src.format.reader in ("csv-mapped", "jsonl-mapped"):
@@ -161,10 +158,8 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
     name = f"batch{group[0].source_id}_input"
     reader = fmt.reader
     inp: Any
-    if reader == "lines" or (reader == "json-records" and _variant(group[0]) == "lines"):
+    if reader == "lines":
         inp = _lines_of(group, opts, on_bytes)
-    elif reader == "json-records":
-        inp = _json_documents(case, group)
     elif reader == "records":
         inp = fmts.records_input(case, group, opts, on_bytes)
     elif reader in ("jsonl-mapped", "csv-mapped"):
@@ -196,64 +191,6 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
     if fmt.side_query:
         case.run(fmt.side_query, inputs={"input": name, "settings": "source_settings"})
         con.execute(f"DROP TABLE {name}")
-
-
-def _is_json_document(path: Path) -> bool:
-    """A JSON document (a REST API page, compact or pretty-printed) rather than NDJSON."""
-    import json as _json
-
-    first = next((x for x in head_lines(path, max_lines=20) if x.strip()), "")
-    try:
-        obj = _json.loads(first)
-        return isinstance(obj, dict) and "result" in obj
-    except ValueError:
-        return first.strip() in ("{", "[") or first.lstrip().startswith('{"result"')
-
-
-_PAGE_SQL = ("WITH d AS (SELECT filename, result FROM read_json($p, columns = {'result': 'JSON[]'}, format = 'auto', "
-             "maximum_object_size = 2147483647, filename = true)) "
-             "SELECT d.filename, u.i::BIGINT AS line_no, u.rec::VARCHAR AS line, "
-             "strlen(u.rec::VARCHAR)::BIGINT AS line_bytes, false AS repaired "
-             "FROM d, unnest(d.result) WITH ORDINALITY AS u(rec, i) "
-             "UNION ALL SELECT d.filename, -1, NULL, NULL, NULL FROM d WHERE d.result IS NULL")
-
-
-def _json_documents(case: Case, group: list[Source]) -> pa.Table:
-    """REST API pages: the records of each page, numbered 1..n in page order, one per row. Read in one
-    query; when that fails (a malformed page), page by page, and a page that cannot be read at all
-    becomes one quarantined record (the adapter says why)."""
-    ids = pa.table({"filename": [str(s.paths[0]) for s in group], "source_id": pa.array([s.source_id for s in group], pa.int32())})
-    try:
-        tbl = case.con.sql(_PAGE_SQL, params={"p": [str(s.paths[0]) for s in group]}).to_arrow_table()
-        if pc.any(pc.equal(tbl.column("line_no"), -1)).as_py():
-            raise ValueError("a JSON document without a result array")
-    except Exception:
-        return pa.concat_tables([_one_document(case, s) for s in group]).combine_chunks()
-    case.con.register("kvir_pages", tbl)
-    case.con.register("kvir_page_ids", ids)
-    try:
-        return case.con.sql("SELECT i.source_id, t.line_no, t.line, t.line_bytes, t.repaired FROM kvir_pages AS t "
-                            "JOIN kvir_page_ids AS i USING (filename) ORDER BY i.source_id, t.line_no").to_arrow_table()
-    finally:
-        case.con.unregister("kvir_pages")
-        case.con.unregister("kvir_page_ids")
-
-
-def _one_document(case: Case, src: Source) -> pa.Table:
-    try:
-        tbl = case.con.sql(_PAGE_SQL, params={"p": [str(src.paths[0])]}).to_arrow_table()
-        if pc.any(pc.equal(tbl.column("line_no"), -1)).as_py():
-            raise ValueError("a JSON document without a result array")
-        tbl = tbl.drop_columns(["filename"])
-    except Exception:
-        from .lines import open_maybe_compressed
-
-        with open_maybe_compressed(src.paths[0]) as f:
-            doc = f.read().decode("utf-8", "replace")
-        tbl = case.con.sql("SELECT 1::BIGINT AS line_no, $d AS line, strlen($d)::BIGINT AS line_bytes, "
-                           "false AS repaired", params={"d": doc}).to_arrow_table()
-    return tbl.add_column(0, "source_id", pa.array(np.full(tbl.num_rows, src.source_id, np.int32))) \
-        .cast(_BATCH_SCHEMA)
 
 
 def _build_records_view(case: Case, sources: list[Source]) -> None:

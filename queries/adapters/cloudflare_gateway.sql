@@ -1,18 +1,19 @@
 -- cloudflare_gateway: Cloudflare AI Gateway log objects (REST API pages or NDJSON) as request records.
 -- Params: none
--- Inputs: __input__ (numbered records as text: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
 --
 -- Fields (developers.cloudflare.com, AI Gateway logs API): id, created_at (RFC 3339, UTC), model,
 -- provider, status_code, success, tokens_in, tokens_out, duration (ms), cached, metadata (a JSON
 -- *string* from the cf-aig-metadata header; customer ids live there). A REST page keeps its records in
--- "result": the reader numbers them 1..n in page order (source_line is then the record's index).
+-- "result": the records reader (kvir.formats.readers) numbers them 1..n in page order (source_line is
+-- then the record's index); a page it cannot parse is one record whose `problem` says why.
 WITH lines AS (
-    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text
+    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text, i.problem
     FROM __input__ AS i
 ),
 parsed AS (
     SELECT l.*,
-        CASE WHEN l.line_bytes <= s.max_line_bytes AND json_valid(l.text) AND json_type(l.text) = 'OBJECT'
+        CASE WHEN l.problem IS NULL AND l.line_bytes <= s.max_line_bytes AND json_valid(l.text) AND json_type(l.text) = 'OBJECT'
              THEN from_json(l.text, '{"id":"VARCHAR","created_at":"VARCHAR","model":"VARCHAR","provider":"VARCHAR",
                   "status_code":"VARCHAR","success":"VARCHAR","tokens_in":"VARCHAR","tokens_out":"VARCHAR",
                   "duration":"VARCHAR","cached":"VARCHAR","metadata":"JSON"}') END AS j
@@ -41,13 +42,14 @@ fields AS (
 judged AS (
     SELECT f.*,
         CASE
-            WHEN f.line_bytes > s.max_line_bytes THEN 'bad'
+            WHEN f.problem IS NOT NULL OR f.line_bytes > s.max_line_bytes THEN 'bad'
             WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'skip'
             WHEN f.j IS NULL THEN 'bad'
             WHEN f.rid IS NULL OR f.ts0 IS NULL OR NOT kvir_in_range(f.ts0) OR kvir_text(f.j.model) IS NULL THEN 'bad'
             WHEN f.j.tokens_in IS NOT NULL AND f.tokens_in IS NULL THEN 'bad'
             ELSE 'request' END AS kind,
         CASE
+            WHEN f.problem IS NOT NULL THEN f.problem
             WHEN f.line_bytes > s.max_line_bytes THEN 'record longer than ' || s.max_line_bytes || ' bytes'
             WHEN f.line_bytes = 0 OR trim(f.text) = '' THEN 'blank line'
             WHEN f.j IS NULL AND json_valid(f.text) THEN 'JSON value is not an object'

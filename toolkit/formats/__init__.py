@@ -3,7 +3,7 @@
 Adding a format = writing queries/adapters/<name>.sql (a SELECT from __input__ and __settings__
 producing the columns of RECORD_COLUMNS), a sniffing rule in sniff.py, and registering a Format below.
 Readers: `lines` (numbered text lines, toolkit/lines.py), `records` (NDJSON, JSON documents or CSV as
-one JSON object per row, readers.py), `json-records` (Cloudflare REST pages), the `*-mapped` generic ones.
+one JSON object per row, readers.py: NDJSON, JSON arrays and API pages, CSV), the `*-mapped` generic ones.
 Roles in records: prefill | decode | mixed (engine logs) and gateway (anything client-facing: router,
 proxy, gateway, observability export, saved response bodies: what the client got).
 """
@@ -55,7 +55,7 @@ class Format:
     name: str
     title: str
     adapter: str                  # query name under queries/
-    reader: str                   # lines | records | json-records | csv-mapped | jsonl-mapped | parquet-mapped
+    reader: str                   # lines | records | csv-mapped | jsonl-mapped | parquet-mapped
     times: str                    # how its times are written (shown by `kvir formats`)
     needs: tuple[str, ...] = ()   # options that must be given: source_tz, columns
     evidence: str = "counts"      # counts: has prompt tokens; candidates: cannot say how long a prompt was
@@ -117,7 +117,7 @@ register(Format(
           "carry no time or request id and are counted by status."))
 register(Format(
     name="cloudflare-gateway", title="Cloudflare AI Gateway logs (REST API JSON pages or NDJSON of log objects)",
-    adapter="adapters/cloudflare_gateway", reader="json-records",
+    adapter="adapters/cloudflare_gateway", reader="records",
     times="RFC 3339 UTC (created_at)", names_customers=True, sniff=sn.cloudflare_gateway,
     notes="customer identity from metadata (a JSON string): customer_id, account_id, user_id or user."))
 register(Format(
