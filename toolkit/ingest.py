@@ -24,7 +24,7 @@ from .case import Case
 from .errors import InputError
 from .lines import compression_of, interleave, iter_line_batches
 from .lines import TEXT_SCHEMA as LINE_SCHEMA
-from .mapped import ingest_parquet, csv_mapped_input, jsonl_mapped_input
+from .mapped import ingest_parquet, mapped_input
 from .progress import ByteCounter, Reporter
 from .sources import IngestOptions, Source, input_digest, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
 
@@ -163,9 +163,7 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
     elif reader == "records":
         inp = fmts.records_input(case, group, opts, on_bytes)
     elif reader in ("jsonl-mapped", "csv-mapped"):
-        tbl = (jsonl_mapped_input(case, group[0], opts) if reader == "jsonl-mapped"
-               else csv_mapped_input(case, group[0]))
-        inp = tbl.append_column("source_path", pa.nulls(tbl.num_rows, pa.string()))   # one file: no path
+        inp = mapped_input(case, group[0], opts)
     else:
         raise InputError(f"format {fmt.name} has no reader {reader!r}")
     if fmt.side_query:

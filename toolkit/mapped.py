@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .case import Case
 from .errors import InputError
-from .lines import head_lines, line_reader
+from .lines import head_lines
 from .sources import IngestOptions, Source
 from .spec import MAPPABLE_FIELDS
 
@@ -60,101 +60,79 @@ def _mapped_projection(cols: dict[str, str], types: dict[str, str], available: l
     return ", ".join(parts)
 
 
-def csv_mapped_input(case: Case, src: Source) -> pa.Table:
-    """A CSV with a header, mapped columns. DuckDB's reader (all values as text) with rejected rows
-    stored: those keep DuckDB's line numbers, good rows take the remaining ones in order (line 1 is
-    the header), so every row of the file comes out once."""
-    con = case.con
-    name = f"csv{src.source_id}"
-    path = str(src.paths[0])
-    rt, rs = f"src{src.source_id}_rejects", f"src{src.source_id}_rejscan"
-    read = ("read_csv($p, all_varchar = true, header = true, store_rejects = true, "
-            "rejects_table = $rt, rejects_scan = $rs)")
-    try:
-        desc = con.execute(f"DESCRIBE SELECT * FROM {read}", {"p": path, "rt": rt, "rs": rs}).fetchall()
-    except Exception as e:
-        raise InputError(f"cannot read as CSV: {e}", path=src.label) from None
-    available = [r[0] for r in desc]
-    cols = _mapping(src, available)
-    proj = _mapped_projection(cols, {c: "VARCHAR" for c in available}, available)
-    good = con.sql(f"SELECT row_number() OVER () AS n, NULL::VARCHAR AS _problem, NULL::VARCHAR AS _raw, {proj} "
-                   f"FROM {read}", params={"p": path, "rt": rt, "rs": rs}).to_arrow_table()
-    con.register(f"{name}_good", good)
-    # DuckDB stores one error per bad column: one rejected record per line (its first error)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {name}_rej AS SELECT line::BIGINT AS line_no, "
-                f"arg_min(error_type || ': ' || left(error_message, 120), column_idx) AS _problem, "
-                f"any_value(csv_line) AS _raw FROM {rt} GROUP BY line")
-    tbl = con.sql(f"""
-        WITH total AS (SELECT (SELECT count(*) FROM {name}_good) + (SELECT count(*) FROM {name}_rej) AS n),
-        free AS (SELECT l AS line_no, row_number() OVER (ORDER BY l) AS k
-                 FROM total, range(2, total.n + 2) AS r(l)
-                 WHERE l NOT IN (SELECT line_no FROM {name}_rej))
-        SELECT $sid::INTEGER AS source_id, free.line_no, g.* EXCLUDE (n) FROM {name}_good AS g JOIN free ON free.k = g.n
-        UNION ALL
-        SELECT $sid::INTEGER, r.line_no, r._problem, r._raw, {', '.join('NULL AS ' + c for c in _generic_columns()[3:])}
-        FROM {name}_rej AS r
-        ORDER BY 2""", params={"sid": src.source_id}).to_arrow_table()
-    con.unregister(f"{name}_good")
-    return tbl
+def mapped_input(case: Case, src: Source, opts: IngestOptions) -> pa.Table:
+    """A CSV (with a header) or a JSON Lines file with mapped fields, for queries/adapters/generic.sql.
 
+    Both come from the shared records reader (kvir.formats.readers: one JSON object per record, every line
+    numbered, CSV rows DuckDB rejects kept with their reason), and each mapped field is read with a bound
+    JSON path: a CSV column name is one key, a JSON Lines key may be a dotted path into nested objects."""
+    from .formats.readers import read_records
 
-def _generic_columns() -> list[str]:
-    cols = ["line_no", "_problem", "_raw"]
-    cols += [f for f in MAPPABLE_FIELDS if f not in _TIME_FIELDS]
-    for f_ in _TIME_FIELDS:
-        cols += [f"{f_}_tz", f"{f_}_naive", f"{f_}_text"]
-    return cols
-
-
-def jsonl_mapped_input(case: Case, src: Source, opts: IngestOptions) -> pa.Table:
-    """JSON Lines with mapped keys: each mapped key is a (possibly dotted) JSON path, bound as a value."""
-    con = case.con
-    name = f"jsonl{src.source_id}"
-    con.register(f"{name}_lines", line_reader(src.paths[0], opts.max_line_bytes))
-    first = next((json_line for json_line in head_lines(src.paths[0], 50) if json_line.strip()), "{}")
-    try:
-        keys = list(_json.loads(first).keys())
-    except Exception:
-        keys = []
-    cols = dict(src.columns)
-    cols.pop("ts_unit", None)
-    if not cols:
-        cols = {f_: f_ for f_ in MAPPABLE_FIELDS if f_ in keys}
-    if "request_id" not in cols or not ({"ts", "ts_end"} & cols.keys()):
-        raise InputError("generic-jsonl needs a mapping with at least request_id and ts", path=src.label,
-                         hint="add [sources.columns] to incident.toml")
-    params: dict[str, Any] = {}
+    csv = src.format.reader == "csv-mapped"
+    if csv:
+        available = _csv_columns(case, src)
+        cols = _mapping(src, available)
+        paths = {f_: '$."' + c.replace('"', '\\"') + '"' for f_, c in cols.items()}
+    else:
+        first = next((line for line in head_lines(src.paths[0], 50) if line.strip()), "{}")
+        try:
+            keys = list(_json.loads(first).keys())
+        except Exception:
+            keys = []
+        cols = dict(src.columns)
+        cols.pop("ts_unit", None)
+        if not cols:
+            cols = {f_: f_ for f_ in MAPPABLE_FIELDS if f_ in keys}
+        if "request_id" not in cols or not ({"ts", "ts_end"} & cols.keys()):
+            raise InputError("generic-jsonl needs a mapping with at least request_id and ts", path=src.label,
+                             hint="add [sources.columns] to incident.toml")
+        paths = {f_: _json_path(c) for f_, c in cols.items()}
+    records = read_records(case, src, opts, "csv" if csv else "ndjson")
+    params: dict[str, Any] = {"maxb": opts.max_line_bytes}
     parts = []
     for f_ in MAPPABLE_FIELDS:
+        names = [f"{f_}_text"] if f_ in _TIME_FIELDS else [f_]
         if f_ in _TIME_FIELDS:
-            continue
-        if f_ in cols:
-            params[f"p_{f_}"] = _json_path(cols[f_])
-            parts.append(f"CASE WHEN ok THEN json_extract_string(text, $p_{f_}) END AS {f_}")
+            parts += [f"NULL::TIMESTAMPTZ AS {f_}_tz", f"NULL::TIMESTAMP AS {f_}_naive"]
+        if f_ in paths:
+            params[f"p_{f_}"] = paths[f_]
+            parts.append(f"CASE WHEN ok THEN json_extract_string(text, $p_{f_}) END AS {names[0]}")
         else:
-            parts.append(f"NULL AS {f_}")
-    for f_ in _TIME_FIELDS:
-        parts += [f"NULL::TIMESTAMPTZ AS {f_}_tz", f"NULL::TIMESTAMP AS {f_}_naive"]
-        if f_ in cols:
-            params[f"p_{f_}"] = _json_path(cols[f_])
-            parts.append(f"CASE WHEN ok THEN json_extract_string(text, $p_{f_}) END AS {f_}_text")
-        else:
-            parts.append(f"NULL::VARCHAR AS {f_}_text")
-    params["maxb"] = opts.max_line_bytes
-    params["sid"] = src.source_id
-    tbl = con.sql(f"""
-        WITH l AS (SELECT line_no, line_bytes, rtrim(decode(line), chr(13) || chr(10)) AS text FROM {name}_lines),
-        v AS (SELECT *, line_bytes <= $maxb AND json_valid(text) AND json_type(text) = 'OBJECT' AS ok FROM l)
-        SELECT $sid::INTEGER AS source_id, line_no,
-            CASE WHEN trim(text) = '' THEN 'blank line'
-                 WHEN line_bytes > $maxb THEN 'line longer than ' || $maxb || ' bytes'
-                 WHEN NOT json_valid(text) THEN 'malformed JSON'
-                 WHEN NOT ok THEN 'JSON value is not an object' END AS _problem,
-            CASE WHEN NOT ok THEN text END AS _raw,
-            {', '.join(parts)}
-        FROM v ORDER BY line_no""", params=params).to_arrow_table()
-    con.unregister(f"{name}_lines")
-    return tbl
+            parts.append(f"NULL::VARCHAR AS {names[0]}")
+    name = f"mapped{int(src.source_id)}_records"
+    case.con.register(name, records)
+    try:
+        return case.con.sql(f"""
+            WITH v AS (SELECT source_id, line_no, line_bytes, problem, line AS text,
+                              CASE WHEN problem IS NULL AND line_bytes <= $maxb AND json_valid(line)
+                                   THEN json_type(line) = 'OBJECT' ELSE false END AS ok
+                       FROM {name})
+            SELECT source_id, line_no,
+                CASE WHEN problem IS NOT NULL THEN problem
+                     WHEN trim(text) = '' THEN 'blank line'
+                     WHEN line_bytes > $maxb THEN 'line longer than ' || $maxb || ' bytes'
+                     WHEN NOT json_valid(text) THEN 'malformed JSON'
+                     WHEN NOT ok THEN 'JSON value is not an object' END AS _problem,
+                CASE WHEN NOT ok THEN text END AS _raw,
+                {', '.join(parts)},
+                NULL::VARCHAR AS source_path
+            FROM v ORDER BY line_no""", params=params).to_arrow_table()
+    finally:
+        case.con.unregister(name)
+
+
+def _csv_columns(case: Case, src: Source) -> list[str]:
+    """The header of a CSV as DuckDB reads it with the records reader's options (the names it then uses as
+    JSON keys; rejecting bad rows matters: without it the sniffer can take a ragged file for one column)."""
+    n = int(src.source_id)
+    try:
+        desc = case.con.execute(
+            "DESCRIBE SELECT * FROM read_csv($p, all_varchar = true, header = true, store_rejects = true, "
+            "rejects_table = $rt, rejects_scan = $rs, max_line_size = 134217728)",
+            {"p": str(src.paths[0]), "rt": f"src{n}_hdr_rejects", "rs": f"src{n}_hdr_scan"}).fetchall()
+    except Exception as e:
+        raise InputError(f"cannot read as CSV: {e}", path=src.label) from None
+    return [r[0] for r in desc]
 
 
 def _json_path(key: str) -> str:

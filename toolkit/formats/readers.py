@@ -77,12 +77,8 @@ def records_input(case: "Case", group: list["Source"], opts: "IngestOptions",
     Documents and CSV files are read first (DuckDB reads them, and a connection cannot run a query
     while it feeds another); NDJSON files are streamed as the adapter consumes them."""
     shapes = {src.source_id: shape_of(src.paths[0]) for src in group}
-    tables: dict[int, pa.Table] = {}
-    for src in group:
-        if shapes[src.source_id] == "csv":
-            tables[src.source_id] = _csv_records(case, src).cast(RECORD_SCHEMA)
-        elif shapes[src.source_id] != "ndjson":
-            tables[src.source_id] = _document_records(case, src, shapes[src.source_id]).cast(RECORD_SCHEMA)
+    tables = {src.source_id: read_records(case, src, opts, shapes[src.source_id])
+              for src in group if shapes[src.source_id] != "ndjson"}
 
     def batches() -> Iterator[pa.RecordBatch]:
         for src in group:
@@ -94,6 +90,18 @@ def records_input(case: "Case", group: list["Source"], opts: "IngestOptions",
             for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
                 yield _tagged(b, src.source_id)
     return pa.RecordBatchReader.from_batches(RECORD_SCHEMA, batches())
+
+
+def read_records(case: "Case", src: "Source", opts: "IngestOptions", shape: str | None = None) -> pa.Table:
+    """The records of one file as a table; its shape (ndjson | array | document | csv) given or sniffed."""
+    shape = shape or shape_of(src.paths[0])
+    if shape == "csv":
+        return _csv_records(case, src).cast(RECORD_SCHEMA)
+    if shape == "ndjson":
+        return pa.Table.from_batches(
+            [_tagged(b, src.source_id) for b in iter_line_batches(src.paths[0], opts.max_line_bytes, text=True)],
+            RECORD_SCHEMA)
+    return _document_records(case, src, shape).cast(RECORD_SCHEMA)
 
 
 def _tagged(batch: pa.RecordBatch, source_id: int) -> pa.RecordBatch:
