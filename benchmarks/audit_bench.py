@@ -49,7 +49,7 @@ def timed(fn, repeat: int):
 
 
 def make_fleet(data: Path, copies: int) -> tuple[Path, list[Path]]:
-    from kvir.fleet import simulate
+    from kvir.sim.fleet import simulate
 
     base = data / "audit-fleet"
     if not (base / "ground_truth" / "summary.json").exists():
@@ -92,13 +92,13 @@ def main() -> None:
     t_kvir, res = timed(lambda: audit(files, source_tz="America/Chicago"), a.repeat)
     assert len(res.node_configs) == 12 * a.copies, len(res.node_configs)
 
-    from kvir.case import open_case
-    from kvir.spec import load_spec
-    from kvir.triage_run import triage
+    from kvir.case.store import open_case
+    from kvir.spec.model import load_spec
+    from kvir.triage.run import triage
 
     pq_fleet = a.data / f"fleet-{a.triage_size}"
     if not (pq_fleet / "ground_truth" / "summary.json").exists():
-        from kvir.fleet import simulate
+        from kvir.sim.fleet import simulate
 
         simulate(pq_fleet, requests=a.triage_size, format="parquet")
     out = a.data / "audit-bench-case"

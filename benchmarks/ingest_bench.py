@@ -117,9 +117,9 @@ def baseline(paths: list[Path], work: Path, threads: int | None) -> float:
 
 
 def kvir_ingest(paths: list[Path], work: Path, threads: int | None) -> tuple[float, float, dict]:
-    from kvir.case import Case
-    from kvir.ingest import IngestOptions, ingest, plan_sources
-    from kvir.spec import parse_spec
+    from kvir.case.store import Case
+    from kvir.ingest.run import IngestOptions, ingest, plan_sources
+    from kvir.spec.model import parse_spec
 
     spec = parse_spec({"incident": {"id": "BENCH", "title": "ingest benchmark", "models": ["zai-org/GLM-5.3"],
                                     "window_start": "2026-08-27T00:00:00Z", "window_end": "2026-09-26T00:00:00Z"},
@@ -130,7 +130,7 @@ def kvir_ingest(paths: list[Path], work: Path, threads: int | None) -> tuple[flo
     shutil.rmtree(case_dir, ignore_errors=True)
     case = Case.create(case_dir, threads=threads)
     merge = {"s": 0.0}
-    import kvir.ingest as ing
+    import kvir.ingest.run as ing
 
     build = ing._build_requests
 

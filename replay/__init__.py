@@ -26,13 +26,13 @@ One role per module:
 """
 from __future__ import annotations
 
-from .config import EngineConfig, ModelDims, NodeLimits
-from .engine import PDEngine
-from .models import RecallModel, TinyTransformer, TransformerConfig
-from .page_table import PageTable
-from .policy import FreedPageFill, PatchedPolicy, Policy, UnpatchedPolicy
-from .request import Outcome, ReplayRequest
-from .run import ReplayRun, replay_case
+from kvir.replay.config import EngineConfig, ModelDims, NodeLimits
+from kvir.replay.engine import PDEngine
+from kvir.replay.models import RecallModel, TinyTransformer, TransformerConfig
+from kvir.replay.page_table import PageTable
+from kvir.replay.policy import FreedPageFill, PatchedPolicy, Policy, UnpatchedPolicy
+from kvir.replay.request import Outcome, ReplayRequest
+from kvir.replay.run import ReplayRun, replay_case
 
 __all__ = ["EngineConfig", "ModelDims", "NodeLimits", "PDEngine", "RecallModel", "TinyTransformer",
            "TransformerConfig", "PageTable", "FreedPageFill", "PatchedPolicy", "Policy", "UnpatchedPolicy",

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .engine import PDEngine
-from .policy import PatchedPolicy, UnpatchedPolicy
-from .request import Outcome, ReplayRequest
+from kvir.replay.engine import PDEngine
+from kvir.replay.policy import PatchedPolicy, UnpatchedPolicy
+from kvir.replay.request import Outcome, ReplayRequest
 
 
 @dataclass

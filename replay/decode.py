@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .kernels import AttentionOutput, IsolationViolation, OwnerCheck, attention_probs, owned_mask, paged_decode_attention
-from .models import ReplayModel
-from .node import KVNode
-from .page_table import PageTable
-from .request import StepRecord
+from kvir.replay.kernels import AttentionOutput, IsolationViolation, OwnerCheck, attention_probs, owned_mask, paged_decode_attention
+from kvir.replay.models import ReplayModel
+from kvir.replay.node import KVNode
+from kvir.replay.page_table import PageTable
+from kvir.replay.request import StepRecord
 
 
 @dataclass

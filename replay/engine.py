@@ -17,17 +17,17 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from .config import EngineConfig
-from .decode import DecodeState, DecodeWorker
-from .kernels import IsolationViolation
-from .ledger import Registry
-from .models import ReplayModel
-from .node import KVNode
-from .policy import FreedPageFill, Policy, UnpatchedPolicy
-from .prefill import PrefillWorker
-from .request import OwnerExposure, Outcome, ReplayRequest
-from .tokens import synthetic_tokens
-from .transfer import Fault, KVTransfer
+from kvir.replay.config import EngineConfig
+from kvir.replay.decode import DecodeState, DecodeWorker
+from kvir.replay.kernels import IsolationViolation
+from kvir.replay.ledger import Registry
+from kvir.replay.models import ReplayModel
+from kvir.replay.node import KVNode
+from kvir.replay.policy import FreedPageFill, Policy, UnpatchedPolicy
+from kvir.replay.prefill import PrefillWorker
+from kvir.replay.request import OwnerExposure, Outcome, ReplayRequest
+from kvir.replay.tokens import synthetic_tokens
+from kvir.replay.transfer import Fault, KVTransfer
 
 
 class PDEngine:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .config import NodeLimits
+from kvir.replay.config import NodeLimits
 
 DEFAULT_PAGE = 64                 # sglang#30233 and the reference deployment; SGLang's own default is 1
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .page_table import PageTable
+from kvir.replay.page_table import PageTable
 
 POS_BITS = 24          # posenc covers logical positions < 2**24 (16.7 M tokens)
 
@@ -140,7 +140,7 @@ def paged_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torc
     if impl == "auto":
         impl = "triton" if q.is_cuda else "torch"
     if impl == "triton":
-        from .triton_kernels import triton_paged_decode
+        from kvir.replay.triton_kernels import triton_paged_decode
 
         return triton_paged_decode(q, k_cache, v_cache, table, sm_scale, check=check, pos_query=pos_query)
     if impl != "torch":

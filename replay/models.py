@@ -24,8 +24,8 @@ from typing import Callable
 
 import torch
 
-from .config import ModelDims
-from .kernels import POS_BITS, pos_scores, posenc
+from kvir.replay.config import ModelDims
+from kvir.replay.kernels import POS_BITS, pos_scores, posenc
 
 Attend = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor]
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .allocator import AllocatorError, AllocatorState, PageAllocator
-from .config import ModelDims, NodeLimits
-from .ledger import Ledger, LedgerJournal
-from .policy import FreedPageFill
-from .pool import Journal, KVPool
+from kvir.replay.allocator import AllocatorError, AllocatorState, PageAllocator
+from kvir.replay.config import ModelDims, NodeLimits
+from kvir.replay.ledger import Ledger, LedgerJournal
+from kvir.replay.policy import FreedPageFill
+from kvir.replay.pool import Journal, KVPool
 
 
 @dataclass

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .allocator import FREE, RESERVED
-from .config import ModelDims
+from kvir.replay.allocator import FREE, RESERVED
+from kvir.replay.config import ModelDims
 
 _I32 = np.iinfo(np.int32).max
 

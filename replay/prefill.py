@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .config import NodeLimits
-from .models import ReplayModel
-from .node import KVNode
-from .policy import Policy
-from .tokens import PLACEHOLDER
+from kvir.replay.config import NodeLimits
+from kvir.replay.models import ReplayModel
+from kvir.replay.node import KVNode
+from kvir.replay.policy import Policy
+from kvir.replay.tokens import PLACEHOLDER
 
 
 @dataclass

@@ -7,9 +7,9 @@ from typing import Any
 
 import duckdb
 
-from ..errors import KvirError
-from ..sql import Query, bind
-from ..sql import load as load_query
+from kvir.core.errors import KvirError
+from kvir.core.sql import Query, bind
+from kvir.core.sql import load as load_query
 
 
 def load(name: str) -> Query:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .page_table import PageTable
+from kvir.replay.page_table import PageTable
 
 
 def gather_row(cache: torch.Tensor, table: PageTable, b: int) -> torch.Tensor:
@@ -31,7 +31,7 @@ def dense_reference(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tenso
                     sm_scale: float, *, keep: list[torch.Tensor | None] | None = None,
                     pos_query: torch.Tensor | None = None) -> torch.Tensor:
     """float64 [B, Hq, D]. keep[b] (bool [seq_len]) drops tokens from row b (the patched view)."""
-    from .kernels import posenc
+    from kvir.replay.kernels import posenc
 
     B, Hq, D = q.shape
     Hkv = k_cache.shape[1]

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import NodeLimits
+from kvir.replay.config import NodeLimits
 
 
 @dataclass

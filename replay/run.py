@@ -21,15 +21,15 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from ..case import Case, open_case
-from ..errors import KvirError
-from . import queries
-from .attribution import TargetResult, can_admit, foreign_token_runs, replay_target
-from .config import EngineConfig, NodeLimits
-from .engine import PDEngine
-from .history import LimitsSource, Segment, build_segments, scale_length, scale_limits, thresholds
-from .models import RecallModel
-from .request import ReplayRequest
+from kvir.case.store import Case, open_case
+from kvir.core.errors import KvirError
+from kvir.replay import queries
+from kvir.replay.attribution import TargetResult, can_admit, foreign_token_runs, replay_target
+from kvir.replay.config import EngineConfig, NodeLimits
+from kvir.replay.engine import PDEngine
+from kvir.replay.history import LimitsSource, Segment, build_segments, scale_length, scale_limits, thresholds
+from kvir.replay.models import RecallModel
+from kvir.replay.request import ReplayRequest
 
 VERDICTS = ("exposed", "rejected-by-patch", "not-reproduced", "inconclusive")
 MAX_DECODE_STEPS = 16        # decode steps per target run through the kernel; the rest is teacher-forced
@@ -364,7 +364,7 @@ def _write(case: Case, results: pa.Table, exposure: pa.Table) -> None:
 
 
 def _export(case: Case) -> dict[str, Path]:
-    from ..export import write_csv, write_parquet
+    from kvir.case.export import write_csv, write_parquet
 
     p = case.path
     return {
@@ -386,7 +386,7 @@ class _Bar:
         if self.enabled:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            from ..progress import stderr
+            from kvir.core.progress import stderr
 
             self._p = Progress(TextColumn("[bold]replay"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                console=stderr, transient=False)

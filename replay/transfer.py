@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .node import KVNode
+from kvir.replay.node import KVNode
 
 
 @dataclass(frozen=True)

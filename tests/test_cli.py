@@ -7,15 +7,15 @@ import sys
 
 from typer.testing import CliRunner
 
-from kvir.cli import app
-from kvir.spec import load_spec
+from kvir.cli.app import app
+from kvir.spec.model import load_spec
 from tests.conftest import sglang_finished as fin, write
 
 runner = CliRunner()
 
 
 def kvir_cmd(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kvir.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run([sys.executable, "-m", "kvir.cli.app", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 def test_every_command_has_help():
@@ -57,7 +57,7 @@ def test_user_errors_exit_2_with_one_line(spec, tmp_path):
 
 
 def test_formats_lists_every_format_with_its_needs():
-    from kvir.formats import FORMATS
+    from kvir.ingest.formats import FORMATS
 
     proc = kvir_cmd("formats")
     assert proc.returncode == 0

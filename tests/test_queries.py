@@ -4,8 +4,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from kvir import sql
-from kvir.errors import KvirError
+from kvir.core import sql
+from kvir.core.errors import KvirError
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -92,7 +92,7 @@ def test_manifest_records_inputs_queries_and_counts(fleet, tmp_path):
     path = Path(some["files"][0]["path"])
     assert some["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     hits = [q for q in m["queries"] if q["query"] == "queries/triage/hits.sql"][0]
-    from kvir import sql
+    from kvir.core import sql
 
     assert hits["sha256"] == sql.load("triage/hits").sha256
     assert hits["params"]["pool_tokens"] == 681280 and hits["params"]["rule"] == "public"
@@ -105,7 +105,7 @@ def test_manifest_records_inputs_queries_and_counts(fleet, tmp_path):
 
 
 def test_kvir_demo_end_to_end(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "kvir.cli", "demo", "--out", str(tmp_path / "d"), "--requests",
+    proc = subprocess.run([sys.executable, "-m", "kvir.cli.app", "demo", "--out", str(tmp_path / "d"), "--requests",
                            "20000", "--json", "--quiet"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)

@@ -5,8 +5,8 @@ import datetime as dt
 
 import pytest
 
-from kvir.errors import SpecError
-from kvir.spec import TEMPLATE, load_spec, parse_spec
+from kvir.core.errors import SpecError
+from kvir.spec.model import TEMPLATE, load_spec, parse_spec
 from tests.conftest import spec_text
 
 UTC = dt.timezone.utc

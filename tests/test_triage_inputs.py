@@ -8,7 +8,7 @@ import os
 import pytest
 
 import kvir
-from kvir.errors import InputError, TooManyBadLines
+from kvir.core.errors import InputError, TooManyBadLines
 from tests.conftest import ids, sglang_finished as fin, write
 
 CHI = "America/Chicago"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import kvir
-from kvir.errors import InputError
+from kvir.core.errors import InputError
 from tests.conftest import ids, sglang_finished as fin, sglang_received as recv, write
 
 CHI = "America/Chicago"

@@ -19,14 +19,14 @@ __version__ = "0.1.0"
 # replace the function on the package (kvir.audit, kvir.replay and kvir.report are packages: call
 # kvir.audit.audit(...), kvir.replay.replay_case(...), kvir.report.report(...)).
 _LAZY = {
-    "triage": ("kvir.triage_run", "triage"),
-    "TriageResult": ("kvir.triage_run", "TriageResult"),
-    "open_case": ("kvir.case", "open_case"),
-    "Case": ("kvir.case", "Case"),
-    "load_spec": ("kvir.spec", "load_spec"),
-    "simulate": ("kvir.fleet", "simulate"),
-    "demo": ("kvir.demo_run", "demo"),
-    "KvirError": ("kvir.errors", "KvirError"),
+    "triage": ("kvir.triage", None),   # the package itself: it is callable (kvir/triage/__init__.py)
+    "TriageResult": ("kvir.triage.run", "TriageResult"),
+    "open_case": ("kvir.case.store", "open_case"),
+    "Case": ("kvir.case.store", "Case"),
+    "load_spec": ("kvir.spec.model", "load_spec"),
+    "simulate": ("kvir.sim.fleet", "simulate"),
+    "demo": ("kvir.sim.demo", "demo"),
+    "KvirError": ("kvir.core.errors", "KvirError"),
 }
 
 
@@ -35,7 +35,8 @@ def __getattr__(name: str):
         import importlib
 
         mod, attr = _LAZY[name]
-        return getattr(importlib.import_module(mod), attr)
+        module = importlib.import_module(mod)
+        return module if attr is None else getattr(module, attr)
     raise AttributeError(f"module 'kvir' has no attribute {name!r}")
 
 

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
-from kvir.cli import app
+from kvir.cli.app import app
 
 from .conftest import write
 
@@ -93,7 +93,7 @@ def test_case_gets_the_tables_and_the_manifest(logs, tmp_path):
     case = tmp_path / "case"
     r = invoke(str(logs["bad"]), "--source-tz", "UTC", "-q", "--case", str(case))
     assert r.exit_code == 0, r.output
-    from kvir.case import open_case
+    from kvir.case.store import open_case
 
     with open_case(case) as c:
         assert {"node_configs", "findings", "runtime_indicators", "node_exposure"} <= set(c.tables())

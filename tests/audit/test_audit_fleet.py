@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kvir.audit import audit
-from kvir.cli import app
+from kvir.cli.app import app
 
 from .test_audit_cli import SARIF_SCHEMA
 
@@ -102,7 +102,7 @@ def test_cli_sarif_on_the_fleet(fleet, tmp_path):
 
 
 def test_triage_with_pool_in_effect_gives_the_same_155(fleet, truth, tmp_path):
-    from kvir.triage_run import triage
+    from kvir.triage.run import triage
 
     res = triage(fleet / "incident.toml", out=tmp_path / "case", startup=[fleet / "engine"],
                  inventory=fleet / "inventory.toml")

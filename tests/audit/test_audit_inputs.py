@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from kvir.audit import audit, load_inventory
-from kvir.errors import InputError
+from kvir.core.errors import InputError
 
 from .conftest import one, rows, write
 
@@ -66,8 +66,8 @@ def test_overlong_line_is_counted(tmp_path):
     from kvir.audit import core
 
     p = write(tmp_path / "long-0.log", POOL + "\n" + "[2026-09-01 10:02:00] server_args=ServerArgs(" + "x" * 5000 + ")")
-    from kvir.case import connect
-    from kvir.sql import QueryLog
+    from kvir.case.store import connect
+    from kvir.core.sql import QueryLog
 
     con = connect(":memory:")
     plans = core.plan_files([p], None, "UTC", None)

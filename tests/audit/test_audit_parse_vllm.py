@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from kvir.audit import audit
-from kvir.errors import InputError
+from kvir.core.errors import InputError
 
 from .conftest import one, rows
 

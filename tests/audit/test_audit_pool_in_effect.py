@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvir.triage_run import triage
+from kvir.triage.run import triage
 
 from ..conftest import sglang_finished, spec_text
 from .conftest import write
@@ -114,7 +114,7 @@ def test_triage_cli_startup_option(fleet_dir, tmp_path):
 
     from typer.testing import CliRunner
 
-    from kvir.cli import app
+    from kvir.cli.app import app
 
     r = CliRunner().invoke(app, ["triage", str(fleet_dir / "engine"), "--incident", str(fleet_dir / "incident.toml"),
                                  "--out", str(tmp_path / "case"), "--source-tz", "UTC", "--served-model",

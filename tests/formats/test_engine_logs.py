@@ -5,7 +5,7 @@ import datetime as dt
 
 import pytest
 
-from kvir.errors import InputError
+from kvir.core.errors import InputError
 
 from .conftest import affected_ids, categories
 from .expected import AFFECTED, COUNTS, FIXTURES, POSSIBLY_AFFECTED, counts_of

@@ -17,10 +17,10 @@ import zstandard
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from kvir.case import Case
-from kvir.formats.readers import shape_of
-from kvir.ingest import IngestOptions, ingest, plan_sources
-from kvir.spec import parse_spec
+from kvir.case.store import Case
+from kvir.ingest.readers import shape_of
+from kvir.ingest.run import IngestOptions, ingest, plan_sources
+from kvir.spec.model import parse_spec
 
 from .expected import FIXTURES
 

@@ -8,7 +8,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvir.lines import iter_line_batches
+from kvir.ingest.lines import iter_line_batches
 
 
 def reference(data: bytes, max_line_bytes: int) -> list[tuple[int, str, int, bool]]:

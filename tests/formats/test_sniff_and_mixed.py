@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kvir.errors import InputError
-from kvir.formats import FORMATS
-from kvir.ingest import sniff
+from kvir.core.errors import InputError
+from kvir.ingest.formats import FORMATS
+from kvir.ingest.run import sniff
 
 from ..conftest import spec_text
 from .expected import AFFECTED, AGGREGATE, COUNTS, FIXTURES, FORMAT_OF, POSSIBLY_AFFECTED, SOURCES_TOML
@@ -37,7 +37,7 @@ def test_a_file_matching_no_format_names_the_formats_tried(tmp_path):
 
 
 def test_kvir_formats_lists_every_format_with_what_it_needs():
-    out = subprocess.run([sys.executable, "-m", "kvir.cli", "formats"], capture_output=True, text=True, check=True,
+    out = subprocess.run([sys.executable, "-m", "kvir.cli.app", "formats"], capture_output=True, text=True, check=True,
                          env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"}).stdout
     rows: dict[str, list[list[str]]] = {}   # a table row wraps over several lines: gather each cell's text
     current = None
@@ -75,7 +75,7 @@ def _mixed_folder(tmp_path: Path) -> Path:
 def test_cli_triage_format_auto_on_a_folder_mixing_every_format(tmp_path):
     d = _mixed_folder(tmp_path)
     case = tmp_path / "case"
-    proc = subprocess.run([sys.executable, "-m", "kvir.cli", "triage", str(d), "--incident", str(tmp_path / "incident.toml"),
+    proc = subprocess.run([sys.executable, "-m", "kvir.cli.app", "triage", str(d), "--incident", str(tmp_path / "incident.toml"),
                            "--out", str(case), "--format", "auto", "--hash", "none", "--json"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvir.formats.settings import hour_offsets, spans_struct, tz_segments
-from kvir.sql import run
+from kvir.ingest.settings import hour_offsets, spans_struct, tz_segments
+from kvir.core.sql import run
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 8, 27, tzinfo=UTC)            # 1787788800 s
@@ -128,7 +128,7 @@ def test_stable_spans_leave_out_the_hours_near_a_transition():
 
 
 def test_hour_table_covers_the_window_with_a_margin():
-    from kvir.formats.settings import WINDOW_MARGIN, hour_range
+    from kvir.ingest.settings import WINDOW_MARGIN, hour_range
 
     h0, n = hour_range((dt.datetime(2026, 8, 27, tzinfo=UTC), dt.datetime(2026, 9, 9, 19, 40, tzinfo=UTC)))
     assert h0 == dt.datetime(2026, 8, 27) - WINDOW_MARGIN

@@ -218,7 +218,7 @@ def test_show_text_stores_the_response_tokens(case_dir):
 
 def test_cli_prints_tables_not_text(tmp_path):
     case_dir = make_case(tmp_path)                         # its own case: the module's is open in this process
-    cmd = [sys.executable, "-m", "kvir.cli", "replay", "--case", str(case_dir)]
+    cmd = [sys.executable, "-m", "kvir.cli.app", "replay", "--case", str(case_dir)]
     p = subprocess.run(cmd, capture_output=True, text=True, env={"COLUMNS": "200", **__import__("os").environ})
     assert p.returncode == 0, p.stderr
     assert "exposed" in p.stderr and "acct-h1" in p.stderr and p.stdout == ""

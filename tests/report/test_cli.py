@@ -5,7 +5,7 @@ import shutil
 
 from typer.testing import CliRunner
 
-from kvir.cli import app
+from kvir.cli.app import app
 
 
 def test_report_command(tmp_path, small_case):

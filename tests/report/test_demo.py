@@ -15,7 +15,7 @@ DAY = [("13:22", "Incident declared"), ("14:00", "Model made private"), ("14:35"
 @pytest.fixture(scope="module")
 def demo_reports(tmp_path_factory):
     try:
-        from kvir.demo_run import demo
+        from kvir.sim.demo import demo
     except ImportError as e:
         pytest.skip(f"kvir demo is not available in this build: {e}")
     # fewer background requests and replays than the default demo: the incident (155 responses) is the same

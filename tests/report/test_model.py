@@ -7,7 +7,7 @@ import pytest
 from .fleet import EXPECTED, FORMULA, XSS
 
 import kvir
-from kvir.errors import KvirError
+from kvir.core.errors import KvirError
 from kvir.report import build_model, ensure_spec_facts
 from kvir.report.disclosure import parse_disclosure
 from kvir.report.model import iso

@@ -12,7 +12,7 @@ import re
 import pytest
 from .fleet import EXPECTED, FORMULA, REQUESTS, XSS
 
-from kvir.errors import KvirError
+from kvir.core.errors import KvirError
 from kvir.report import ARTIFACTS, report
 from kvir.report.render import md_escape, slug
 
@@ -224,7 +224,7 @@ def test_a_failing_document_is_reported_not_written_as_valid(tmp_path, small_cas
 def test_a_case_without_affected_responses_renders(tmp_path):
     from . import fleet
 
-    from kvir.triage_run import triage
+    from kvir.triage.run import triage
 
     spec = fleet.write_fleet(tmp_path / "fleet")
     spec.write_text(spec.read_text().replace("pool_tokens = 681280", "pool_tokens = 2000000")

@@ -7,8 +7,8 @@ from importlib import resources
 import pytest
 
 from kvir.report.disclosure import KEYS
-from kvir.sql import all_query_names, load
-from kvir.spec import TEMPLATE
+from kvir.core.sql import all_query_names, load
+from kvir.spec.model import TEMPLATE
 
 TEMPLATES = sorted(p.name for p in resources.files("kvir.templates").iterdir() if p.name.endswith(".j2"))
 REPORT_QUERIES = [n for n in all_query_names() if n.startswith("report/")]

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .inventory import Inventory, load_inventory
-from .rules import FIXED_SGLANG, RULES, RULES_BY_ID, SEVERITIES, SEVERITY_RANK, Rule
+from kvir.audit.inventory import Inventory, load_inventory
+from kvir.audit.rules import FIXED_SGLANG, RULES, RULES_BY_ID, SEVERITIES, SEVERITY_RANK, Rule
 
 __all__ = ["audit", "load_node_configs", "AuditResult", "RULES", "RULES_BY_ID", "Rule", "SEVERITIES",
            "FIXED_SGLANG", "Inventory", "load_inventory"]
@@ -56,12 +56,12 @@ class AuditResult:
         return bool((f["severity"].map(SEVERITY_RANK) >= SEVERITY_RANK[threshold]).any())
 
     def as_json(self) -> dict[str, Any]:
-        from .render import to_json
+        from kvir.audit.render import to_json
 
         return to_json(self)
 
     def to_sarif(self) -> dict[str, Any]:
-        from .sarif import to_sarif
+        from kvir.audit.sarif import to_sarif
 
         return to_sarif(self)
 
@@ -76,7 +76,7 @@ def _collect(con, plans, seconds: float, case_path: Path | None) -> AuditResult:
 
 
 def _record_manifest(case, plans, inventory, seconds: float) -> None:
-    from .. import __version__
+    from kvir import __version__
 
     inv_path = str(inventory.path if isinstance(inventory, Inventory) else inventory) if inventory else None
     counts = {t: case.con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in RESULT_TABLES}
@@ -105,7 +105,7 @@ def load_node_configs(case, paths: list[str | Path], *, inventory: str | Path | 
                       source_tz: str | None = None, year: int | None = None, reporter=None) -> AuditResult:
     """Parse start-up logs into an open case's node_configs (plus findings, runtime_indicators,
     node_exposure). The caller saves the manifest (triage does); the inputs are recorded in it."""
-    from .core import run_audit
+    from kvir.audit.core import run_audit
 
     t0 = time.perf_counter()
     plans = run_audit(case.con, list(paths), inventory=inventory, source_tz=source_tz, year=year, log=case.log,
@@ -119,10 +119,10 @@ def audit(paths: list[str | Path], inventory: str | Path | Inventory | None = No
           source_tz: str | None = None, *, year: int | None = None, progress: bool = False) -> AuditResult:
     """Audit start-up logs (files, folders or globs). `case`: a case folder or an open Case to write into;
     without it the audit runs in memory."""
-    from ..case import Case, connect
-    from ..progress import Reporter
-    from ..sql import QueryLog
-    from .core import run_audit
+    from kvir.case.store import Case, connect
+    from kvir.core.progress import Reporter
+    from kvir.core.sql import QueryLog
+    from kvir.audit.core import run_audit
 
     t0 = time.perf_counter()
     reporter = Reporter(enabled=progress)
@@ -155,7 +155,7 @@ def audit(paths: list[str | Path], inventory: str | Path | Inventory | None = No
 
 def _export(case) -> None:
     """CSV copies of the audit tables in the case folder (formula-safe, see kvir.export)."""
-    from ..export import write_csv
+    from kvir.case.export import write_csv
 
     for t in ("node_configs", "findings", "runtime_indicators", "node_exposure"):
         write_csv(case.con, t, case.path / f"{t}.csv")

@@ -26,12 +26,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InputError
-from ..lines import DEFAULT_MAX_LINE_BYTES, head_lines, iter_line_batches
-from ..sql import QueryLog, load, run
-from ..timezones import SourceTz, parse_source_tz
-from .inventory import Inventory, InventoryNode, load_inventory
-from .rules import FIXED_SGLANG, RULES, VLLM_DEFAULT_BLOCK_SIZE
+from kvir.core.errors import InputError
+from kvir.ingest.lines import DEFAULT_MAX_LINE_BYTES, head_lines, iter_line_batches
+from kvir.core.sql import QueryLog, load, run
+from kvir.core.timezones import SourceTz, parse_source_tz
+from kvir.audit.inventory import Inventory, InventoryNode, load_inventory
+from kvir.audit.rules import FIXED_SGLANG, RULES, VLLM_DEFAULT_BLOCK_SIZE
 
 DERIVE_QUERIES = ("audit/files", "audit/node_configs", "audit/runtime_indicators", "audit/findings",
                   "audit/node_exposure", "audit/problems")
@@ -63,7 +63,7 @@ class FilePlan:
 
 def resolve_files(paths: list[str | Path]) -> list[Path]:
     """Files, folders (walked) and globs; anything that matches nothing is an error naming it."""
-    from ..ingest import resolve_paths
+    from kvir.ingest.run import resolve_paths
 
     if not paths:
         raise InputError("no start-up logs given (pass files, folders or globs)")
@@ -322,7 +322,7 @@ def run_audit(con: duckdb.DuckDBPyConnection, paths: list[str | Path], *, invent
     groups = [(cri, [p for p in readable if p.cri == cri]) for cri in (False, True)]
     groups = [(cri, g) for cri, g in groups if g]
     if reporter is not None:
-        from ..progress import ByteCounter
+        from kvir.core.progress import ByteCounter
 
         counter = ByteCounter()
         total = sum(p.size_bytes for p in readable) or 1

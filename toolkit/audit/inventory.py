@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..timezones import parse_source_tz
+from kvir.core.errors import InputError
+from kvir.core.timezones import parse_source_tz
 
 ROLES = ("prefill", "decode", "mixed")
 ENGINES = ("sglang", "vllm")

@@ -12,7 +12,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from .rules import FIXED_SGLANG, SEVERITIES
+from kvir.audit.rules import FIXED_SGLANG, SEVERITIES
 
 MAX_PROBLEM_ROWS = 12
 _SEV_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan"}
@@ -23,7 +23,7 @@ def _records(df) -> list[dict[str, Any]]:
 
 
 def to_json(result) -> dict[str, Any]:
-    from .. import __version__
+    from kvir import __version__
 
     return {
         "kvir_version": __version__,
@@ -73,7 +73,7 @@ def _flag(x: Any) -> str:
 
 
 def print_audit(result, console=None, current_only: bool = False) -> None:
-    from ..progress import stderr
+    from kvir.core.progress import stderr
 
     out = console or stderr
     nc = result.node_configs

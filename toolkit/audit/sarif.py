@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .rules import RULES
+from kvir.audit.rules import RULES
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "note"}
@@ -46,7 +46,7 @@ def _iso(ts: Any) -> str | None:
 
 
 def to_sarif(result) -> dict[str, Any]:
-    from .. import __version__
+    from kvir import __version__
 
     rule_index = {r.rule_id: i for i, r in enumerate(RULES)}
     rules = [{

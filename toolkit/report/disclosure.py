@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..errors import KvirError
-from ..spec import parse_utc
+from kvir.core.errors import KvirError
+from kvir.spec.model import parse_utc
 
 UTC = dt.timezone.utc
 PLACEHOLDER_NAMESPACE = "https://example.invalid"

@@ -14,7 +14,7 @@ import base64
 import io
 from dataclasses import dataclass
 
-from .model import IncidentModel
+from kvir.report.model import IncidentModel
 
 
 @dataclass(frozen=True)

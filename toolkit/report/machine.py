@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import __version__
-from .model import IncidentModel, iso
+from kvir import __version__
+from kvir.report.model import IncidentModel, iso
 
 
 def csaf_filename(tracking_id: str) -> str:

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..case import Case
-from ..errors import KvirError
-from ..sql import load
-from .disclosure import Disclosure, parse_disclosure
-from .spec_facts import read_disclosure
+from kvir.case.store import Case
+from kvir.core.errors import KvirError
+from kvir.core.sql import load
+from kvir.report.disclosure import Disclosure, parse_disclosure
+from kvir.report.spec_facts import read_disclosure
 
 UTC = dt.timezone.utc
 
@@ -427,7 +427,7 @@ def _stages(case: Case) -> list[Stage]:
 def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentModel:
     """Assemble the incident model from the case (tables written by triage, audit, replay and the spec
     facts that kvir.report copies in); build the timeline too."""
-    from .timeline import build_timeline
+    from kvir.report.timeline import build_timeline
 
     facts = _facts(case)
     raw_disclosure = read_disclosure(case)

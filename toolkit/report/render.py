@@ -32,15 +32,15 @@ from typing import Any, Callable
 
 from markupsafe import Markup
 
-from .. import __version__
-from ..case import Case, open_case
-from ..errors import KvirError
-from ..export import neutralise_cell
-from .machine import csaf_filename, machine_values
-from .model import IncidentModel, build_model, case_input_hashes, iso
-from .spec_facts import ensure_spec_facts
-from .timeline import store_timeline
-from .validate import VALIDATORS, Validation
+from kvir import __version__
+from kvir.case.store import Case, open_case
+from kvir.core.errors import KvirError
+from kvir.case.export import neutralise_cell
+from kvir.report.machine import csaf_filename, machine_values
+from kvir.report.model import IncidentModel, build_model, case_input_hashes, iso
+from kvir.report.spec_facts import ensure_spec_facts
+from kvir.report.timeline import store_timeline
+from kvir.report.validate import VALIDATORS, Validation
 
 ARTIFACTS = ("timeline", "postmortem", "public-report", "advisory", "csaf", "osv", "cve", "notices", "gdpr",
              "figures")
@@ -375,7 +375,7 @@ def report(case: Case | str | Path, only: list[str] | tuple[str, ...] | None = N
 
 
 def _report(case: Case, chosen: list[str], fmt: str, spec: str | Path | None) -> ReportResult:
-    from .figures import all_figures
+    from kvir.report.figures import all_figures
 
     warnings = ensure_spec_facts(case, spec)
     model = build_model(case, warnings=warnings)

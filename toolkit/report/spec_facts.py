@@ -18,9 +18,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..case import Case
-from ..errors import KvirError
-from ..spec import IncidentSpec, load_spec
+from kvir.case.store import Case
+from kvir.core.errors import KvirError
+from kvir.spec.model import IncidentSpec, load_spec
 
 TABLES = ("hand_events", "disclosure")
 

@@ -19,11 +19,11 @@ import datetime as dt
 import re
 from typing import TYPE_CHECKING
 
-from ..case import Case
-from .model import TimelineEvent, iso, utc
+from kvir.case.store import Case
+from kvir.report.model import TimelineEvent, iso, utc
 
 if TYPE_CHECKING:
-    from .model import IncidentModel, _Runner
+    from kvir.report.model import IncidentModel, _Runner
 
 # title patterns that say which derived event a hand event describes (first match wins)
 HAND_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (

@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import formats as fmts
-from .case import Case
-from .errors import InputError
-from .lines import compression_of, interleave, iter_line_batches
-from .lines import TEXT_SCHEMA as LINE_SCHEMA
-from .mapped import ingest_parquet, mapped_input
-from .progress import ByteCounter, Reporter
-from .sources import IngestOptions, Source, input_digest, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
+from kvir.ingest import formats as fmts
+from kvir.case.store import Case
+from kvir.core.errors import InputError
+from kvir.ingest.lines import compression_of, interleave, iter_line_batches
+from kvir.ingest.lines import TEXT_SCHEMA as LINE_SCHEMA
+from kvir.ingest.mapped import ingest_parquet, mapped_input
+from kvir.core.progress import ByteCounter, Reporter
+from kvir.ingest.sources import IngestOptions, Source, input_digest, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
 
 def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Reporter | None = None) -> dict[str, Any]:
     """Normalise every source into the case and build `requests`. Returns per-source counts.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import zoneinfo
 
-from . import fleet as sim
+from kvir.sim import fleet as sim
 
 
 def _stamp(ts: dt.datetime, tags: str = "") -> str:

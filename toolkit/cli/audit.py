@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .errors import KvirError
+from kvir.core.errors import KvirError
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
 FORMATS = ("table", "json", "sarif")
@@ -42,7 +42,7 @@ def audit_command(
     current: Annotated[bool, typer.Option("--current", help="Only each node's latest start (table and gate).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or tables on stderr.")] = False,
 ) -> None:
-    from .progress import stderr
+    from kvir.core.progress import stderr
 
     def fail(e: Exception) -> None:
         stderr.print(f"[bold red]kvir:[/] {e}", highlight=False, markup=True, soft_wrap=True)
@@ -54,7 +54,7 @@ def audit_command(
         fail(KvirError(f"--fail-on must be one of {', '.join(SEVERITY_CHOICES)}, not {fail_on!r}"))
     if output is not None and format == "table":
         fail(KvirError("--output needs --format json or sarif (the table goes to stderr)"))
-    from .audit import audit
+    from kvir.audit import audit
 
     try:
         result = audit(paths, inventory=inventory, case=case, source_tz=source_tz, year=year, progress=not quiet)
@@ -65,7 +65,7 @@ def audit_command(
         keep = result.findings["is_current"].fillna(True).astype(bool)
         result.findings = result.findings[keep].reset_index(drop=True)
     if not quiet:
-        from .audit.render import print_audit
+        from kvir.audit.render import print_audit
 
         print_audit(result, current_only=current)
         if case is not None:

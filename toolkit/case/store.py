@@ -22,9 +22,9 @@ from typing import Any
 
 import duckdb
 
-from . import __version__
-from .errors import KvirError
-from .sql import QueryLog, run
+from kvir import __version__
+from kvir.core.errors import KvirError
+from kvir.core.sql import QueryLog, run
 
 CASE_DB = "case.duckdb"
 MANIFEST = "manifest.json"
@@ -56,7 +56,7 @@ def connect(db: str | Path, *, memory_limit: str | None = None, temp_dir: str | 
 def _ensure_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Create kvir's SQL macros unless this database already holds exactly these ones: reopening a case
     must not rewrite it (its file, and so its SHA-256, stays as it was)."""
-    from .sql import load
+    from kvir.core.sql import load
 
     sha = load("macros").sha256
     try:
@@ -143,7 +143,7 @@ class Case:
 
     def compile(self, name: str, inputs: dict[str, str]) -> str:
         """queries/<name>.sql with its inputs named, logged as run (for SQL embedded in a view or CTAS)."""
-        from .sql import load
+        from kvir.core.sql import load
 
         q = load(name)
         sql = q.compile(inputs)

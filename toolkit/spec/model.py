@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import SpecError
+from kvir.core.errors import SpecError
 
 UTC = dt.timezone.utc
 RULES = ("public", "engine")
@@ -284,7 +284,7 @@ def _event(e: dict, i: int, err) -> HandEvent:
 
 
 def _source(s: dict, i: int, err) -> SourceSpec:
-    from .timezones import parse_source_tz  # local: keeps spec import light
+    from kvir.core.timezones import parse_source_tz  # local: keeps spec import light
 
     prefix = f"sources[{i}]."
     _no_unknown(s, _SOURCE_KEYS, prefix, err)

@@ -22,12 +22,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..lines import TEXT_SCHEMA, head_lines, iter_line_batches, open_maybe_compressed
-from .sniff import csv_header
+from kvir.ingest.lines import TEXT_SCHEMA, head_lines, iter_line_batches, open_maybe_compressed
+from kvir.ingest.sniff import csv_header
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..case import Case
-    from ..ingest import IngestOptions, Source
+    from kvir.case.store import Case
+    from kvir.ingest.run import IngestOptions, Source
 
 RECORD_SCHEMA = pa.schema([("source_id", pa.int32())] + list(TEXT_SCHEMA) + [("problem", pa.string())])
 RECORD_KEYS = ("result", "data", "logs", "items", "rows", "records", "observations", "requests")

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .errors import KvirError
+from kvir.core.errors import KvirError
 
 HELP = """Re-run the case's affected responses on an unpatched and a patched prefill/decode engine, over a
 model of each decode node's history, and say whose data each response read.
@@ -37,10 +37,10 @@ def replay_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or tables on stderr.")] = False,
 ) -> None:
-    from .progress import stderr
+    from kvir.core.progress import stderr
 
     try:
-        from .replay.run import replay_case
+        from kvir.replay.run import replay_case
 
         run = replay_case(case, limit=limit, device=device, canary=canary, checksum=checksum, scale=scale,
                           show_text=show_text, progress=not quiet)
@@ -57,8 +57,8 @@ def print_replay(run, *, show_text: bool = False) -> None:
     """Summary tables on stderr: verdicts, responses, and whose data reached whom."""
     from rich.table import Table
 
-    from .progress import stderr
-    from .replay import queries
+    from kvir.core.progress import stderr
+    from kvir.replay import queries
 
     s = run.summary
     note = f"scale {s['scale']:g}" + (" (every length shrunk)" if s["scale"] != 1 else " (full size)")

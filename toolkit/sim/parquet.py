@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import fleet as S
+from kvir.sim import fleet as S
 
 COLUMNS = ["request_id", "ts", "ts_end", "account_id", "model", "prompt_tokens", "completion_tokens",
            "http_status", "finish_reason", "prefill_node", "decode_node", "prefill_tokens"]
@@ -37,7 +37,7 @@ def write_parquet_fleet(sim: "S.Sim", progress: bool = False) -> dict:
     affected_parts, kinds, total = [], {}, 0
     from rich.progress import Progress
 
-    from .progress import stderr
+    from kvir.core.progress import stderr
 
     with Progress(console=stderr, disable=not progress, transient=True) as bar:
         task = bar.add_task("write Parquet fleet", total=len(days))

@@ -23,7 +23,7 @@ from typing import Any
 
 import duckdb
 
-from .errors import KvirError
+from kvir.core.errors import KvirError
 
 _IDENT = re.compile(r"[a-z][a-z0-9_]*")
 _INPUT = re.compile(r"\b__([a-z][a-z0-9_]*)__\b")

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..case import Case
-    from ..ingest import Source
+    from kvir.case.store import Case
+    from kvir.ingest.run import Source
 
 DEFAULT_TOLERANCE_S = 2.0
 

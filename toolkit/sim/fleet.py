@@ -348,7 +348,7 @@ def simulate(out: str | Path, requests: int = 50_000, seed: int = 7, format: str
         if (sim.out / sub).exists():
             shutil.rmtree(sim.out / sub)
     if format == "parquet":
-        from .fleet_parquet import write_parquet_fleet
+        from kvir.sim.parquet import write_parquet_fleet
 
         truth = write_parquet_fleet(sim, progress=progress)
     else:
@@ -480,7 +480,7 @@ def _write_engine(con: duckdb.DuckDBPyConnection, sim: Sim) -> None:
 
 
 def _write_server_log(con: duckdb.DuckDBPyConnection, path: Path, node: Node, starts: list[dt.datetime]) -> None:
-    from .fleet_logs import startup_block
+    from kvir.sim.logs import startup_block
 
     # start-up lines of the i-th start sort just after that start's time
     rows = []

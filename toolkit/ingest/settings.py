@@ -16,8 +16,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..case import Case
-    from ..ingest import Source
+    from kvir.case.store import Case
+    from kvir.ingest.run import Source
 
 WINDOW_MARGIN = dt.timedelta(days=61)
 MAX_HOURS = 24 * 800
@@ -48,7 +48,7 @@ def hour_offsets(tz: str, h0: dt.datetime, n: int) -> list[int | None]:
     """The zone's offset (minutes) per local hour: computed once per zone and range, by the macro."""
     import duckdb
 
-    from ..sql import run
+    from kvir.core.sql import run
 
     con = duckdb.connect()
     try:

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import formats as fmts
-from .errors import InputError
-from .formats import FORMATS, Format
-from .lines import DEFAULT_MAX_LINE_BYTES, head_lines
-from .spec import IncidentSpec, SourceSpec
-from .timezones import SourceTz, parse_source_tz
+from kvir.ingest import formats as fmts
+from kvir.core.errors import InputError
+from kvir.ingest.formats import FORMATS, Format
+from kvir.ingest.lines import DEFAULT_MAX_LINE_BYTES, head_lines
+from kvir.spec.model import IncidentSpec, SourceSpec
+from kvir.core.timezones import SourceTz, parse_source_tz
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 @dataclass

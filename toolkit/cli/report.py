@@ -21,10 +21,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Render the timeline, post-mortem, public report, advisory (CSAF, OSV, CVE), customer notices and the
         GDPR Art. 33 draft into CASE/reports/, validating the machine-readable documents."""
-        from .cli import _fail
-        from .errors import KvirError
-        from .progress import stderr
-        from .report import report
+        from kvir.cli.present import fail as _fail
+        from kvir.core.errors import KvirError
+        from kvir.core.progress import stderr
+        from kvir.report import report
 
         try:
             result = report(case, only=only, format=format, spec=incident)

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .case import Case
-from .errors import InputError, TooManyBadLines
-from .export import write_csv, write_parquet
-from .ingest import IngestOptions, ingest, plan_sources
-from .progress import Reporter
-from .spec import IncidentSpec, load_spec
+from kvir.case.store import Case
+from kvir.core.errors import InputError, TooManyBadLines
+from kvir.case.export import write_csv, write_parquet
+from kvir.ingest.run import IngestOptions, ingest, plan_sources
+from kvir.core.progress import Reporter
+from kvir.spec.model import IncidentSpec, load_spec
 
 TRIAGE_QUERIES = ("triage/hits", "triage/affected", "triage/excluded", "triage/accounts", "triage/nodes")
 
@@ -91,7 +91,7 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
             if startup:
                 # Start-up logs give each node's pool over time: triage then uses, per request, the pool
                 # in effect on its node (kvir.audit writes node_configs into the case).
-                from .audit import load_node_configs
+                from kvir.audit import load_node_configs
 
                 load_node_configs(case, list(startup), inventory=inventory, source_tz=source_tz, year=year)
                 pool_in_effect = True
@@ -162,7 +162,7 @@ def _record_spec(case: Case, spec: IncidentSpec) -> None:
     for k, v in facts.items():
         case.con.execute("INSERT INTO incident VALUES ($k, $v)", {"k": k, "v": v})
     # hand events and [disclosure] go into the case too, so reports re-render from the case alone
-    from .report.spec_facts import store_spec_facts
+    from kvir.report.spec_facts import store_spec_facts
 
     store_spec_facts(case, spec)
     if spec.path:
@@ -195,7 +195,7 @@ def _summary(spec: IncidentSpec, s: dict[str, Any]) -> dict[str, Any]:
 
 
 def _source_rows(case: Case) -> list[dict[str, Any]]:
-    from .ingest import source_counts
+    from kvir.ingest.run import source_counts
 
     return source_counts(case)["sources"]
 

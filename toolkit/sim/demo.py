@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .progress import stderr
+from kvir.core.progress import stderr
 
 
 @dataclass
@@ -26,8 +26,8 @@ class DemoResult:
 def demo(out: str | Path = "kvir-demo", requests: int = 30_000, seed: int = 7, progress: bool = True,
          replay_limit: int = 12, replay_scale: float = 1 / 64) -> DemoResult:
     """Run simulate -> triage -> audit -> replay -> report on the reference incident."""
-    from .fleet import simulate
-    from .triage_run import triage
+    from kvir.sim.fleet import simulate
+    from kvir.triage.run import triage
 
     out = Path(out)
     fleet, case_dir = out / "fleet", out / "case"
@@ -47,7 +47,7 @@ def demo(out: str | Path = "kvir-demo", requests: int = 30_000, seed: int = 7, p
     engine_logs = sorted(fleet.glob("engine/*/server.log"))
     t0 = time.perf_counter()
     try:
-        from .audit import audit
+        from kvir.audit import audit
     except ImportError as e:  # a stage missing from this build is said, never faked
         result.stages["audit"] = {"skipped": f"kvir.audit not available: {e}"}
     else:
@@ -56,7 +56,7 @@ def demo(out: str | Path = "kvir-demo", requests: int = 30_000, seed: int = 7, p
 
     t0 = time.perf_counter()
     try:
-        from .replay.run import replay_case
+        from kvir.replay.run import replay_case
     except ImportError as e:
         result.stages["replay"] = {"skipped": f"kvir.replay not available: {e}"}
     else:
@@ -65,7 +65,7 @@ def demo(out: str | Path = "kvir-demo", requests: int = 30_000, seed: int = 7, p
 
     t0 = time.perf_counter()
     try:
-        from .report import report
+        from kvir.report import report
     except ImportError as e:
         result.stages["report"] = {"skipped": f"kvir.report not available: {e}"}
     else:
@@ -89,7 +89,7 @@ def _audit_counts(a: Any) -> dict[str, Any]:
 
 
 def _replay_counts(r: Any, case_dir: Path) -> dict[str, Any]:
-    from .case import open_case
+    from kvir.case.store import open_case
 
     with open_case(case_dir) as case:
         if not case.has("replay_results"):

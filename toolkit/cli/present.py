@@ -4,7 +4,15 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from .progress import stderr
+from kvir.core.progress import stderr
+
+
+def fail(e: Exception) -> None:
+    """The one error path of every command: one line on stderr, exit status 2."""
+    import typer
+
+    stderr.print(f"[bold red]kvir:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(code=2)
 
 
 def _relative(labels: list[str]) -> list[str]:
@@ -120,7 +128,7 @@ def print_formats() -> None:
     """The format list is the command's result: it goes to stdout."""
     from rich.console import Console
 
-    from .formats import FORMATS
+    from kvir.ingest.formats import FORMATS
 
     t = Table(title="Formats (`--format NAME`; auto sniffs content)", title_justify="left")
     for c in ("name", "what", "times", "needs", "evidence"):

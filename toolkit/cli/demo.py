@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .errors import KvirError
+from kvir.core.errors import KvirError
 
 
 def register(app: typer.Typer) -> None:
@@ -19,8 +19,8 @@ def register(app: typer.Typer) -> None:
         format: Annotated[str, typer.Option("--format", help="native (real log formats) or parquet (one row per request).")] = "native",
     ) -> None:
         """Generate the synthetic reference fleet (DESIGN.md §1): exactly 155 exposed responses."""
-        from .progress import stderr
-        from .fleet import simulate as run
+        from kvir.core.progress import stderr
+        from kvir.sim.fleet import simulate as run
 
         try:
             path = run(out, requests=requests, seed=seed, format=format, progress=True)
@@ -38,8 +38,8 @@ def register(app: typer.Typer) -> None:
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables.")] = False,
     ) -> None:
         """Simulate the reference incident and run every kvir stage on it."""
-        from .demo_run import demo as run, print_demo
-        from .progress import stderr
+        from kvir.sim.demo import demo as run, print_demo
+        from kvir.core.progress import stderr
 
         try:
             result = run(out, requests=requests, seed=seed, progress=not quiet)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import sniff as sn
-from .joins import DEFAULT_TOLERANCE_S, join_evidence
-from .readers import records_input
-from .settings import write_extra_settings
-from .stage import fill_stage
-from .sniff import Sniffer
+from kvir.ingest import sniff as sn
+from kvir.ingest.joins import DEFAULT_TOLERANCE_S, join_evidence
+from kvir.ingest.readers import records_input
+from kvir.ingest.settings import write_extra_settings
+from kvir.ingest.stage import fill_stage
+from kvir.ingest.sniff import Sniffer
 
 __all__ = ["FORMATS", "Format", "RECORD_COLUMNS", "RECORD_COLUMN_NAMES", "get", "register", "records_input",
            "write_extra_settings", "join_evidence", "DEFAULT_TOLERANCE_S", "fill_stage"]
@@ -192,7 +192,7 @@ register(Format(
 
 
 def get(name: str) -> Format:
-    from ..errors import InputError
+    from kvir.core.errors import InputError
 
     if name not in FORMATS:
         raise InputError(f"unknown format {name!r}; known formats: {', '.join(sorted(FORMATS))}")

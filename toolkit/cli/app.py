@@ -12,8 +12,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import __version__
-from .errors import KvirError
+from kvir import __version__
+from kvir.core.errors import KvirError
+from kvir.cli.present import fail
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
                   help="Respond to and disclose KV-cache exposure incidents in LLM serving.")
@@ -31,18 +32,14 @@ def _main(version: Annotated[bool, typer.Option("--version", callback=_version, 
     pass
 
 
-def _fail(e: Exception) -> None:
-    from .progress import stderr
-
-    stderr.print(f"[bold red]kvir:[/] {e}", highlight=False, markup=True, soft_wrap=True)
-    raise typer.Exit(code=2)
+_fail = fail
 
 
 @app.command()
 def init(path: Annotated[Path, typer.Argument(help="Where to write the template.")] = Path("incident.toml"),
          force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False) -> None:
     """Write a commented incident.toml template."""
-    from .spec import TEMPLATE
+    from kvir.spec.model import TEMPLATE
 
     if path.exists() and not force:
         _fail(KvirError("already exists (use --force to overwrite)", path=str(path)))
@@ -70,8 +67,8 @@ def triage(
     join_tolerance: Annotated[float, typer.Option("--join-tolerance", help="Seconds within which evidence without a shared id is joined by time.")] = 2.0,
 ) -> None:
     """Find the affected responses, the accounts and the nodes behind them."""
-    from .summary import print_triage
-    from .triage_run import triage as run_triage
+    from kvir.cli.present import print_triage
+    from kvir.triage.run import triage as run_triage
 
     try:
         result = run_triage(incident, paths or [], out=out, format=format, source_tz=source_tz,
@@ -91,20 +88,16 @@ def triage(
 @app.command()
 def formats() -> None:
     """List every log format kvir reads, with what each needs."""
-    from .summary import print_formats
+    from kvir.cli.present import print_formats
 
     print_formats()
 
 
-# Commands that live with their stage (kvir.cli_audit, kvir.cli_replay, kvir.cli_report): each module
-# defines register(app). Importing them is cheap: heavy imports happen inside the command functions.
-for _name in ("cli_audit", "cli_replay", "cli_report", "cli_demo"):
-    try:
-        _mod = __import__(f"kvir.{_name}", fromlist=["register"])
-    except ModuleNotFoundError as _e:
-        if _e.name != f"kvir.{_name}":
-            raise
-        continue
+# Commands of the later stages live in their own modules (kvir.cli.audit, .replay, .report, .demo), each
+# with register(app). Importing them is cheap: heavy imports happen inside the command functions.
+from kvir.cli import audit as _audit, demo as _demo, replay as _replay, report as _report  # noqa: E402
+
+for _mod in (_audit, _replay, _report, _demo):
     _mod.register(app)
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from .case import Case
-from .errors import InputError
-from .lines import head_lines
-from .sources import IngestOptions, Source
-from .spec import MAPPABLE_FIELDS
+from kvir.case.store import Case
+from kvir.core.errors import InputError
+from kvir.ingest.lines import head_lines
+from kvir.ingest.sources import IngestOptions, Source
+from kvir.spec.model import MAPPABLE_FIELDS
 
 _TIME_FIELDS = ("ts", "ts_end")
 
@@ -66,7 +66,7 @@ def mapped_input(case: Case, src: Source, opts: IngestOptions) -> pa.Table:
     Both come from the shared records reader (kvir.formats.readers: one JSON object per record, every line
     numbered, CSV rows DuckDB rejects kept with their reason), and each mapped field is read with a bound
     JSON path: a CSV column name is one key, a JSON Lines key may be a dotted path into nested objects."""
-    from .formats.readers import read_records
+    from kvir.ingest.readers import read_records
 
     csv = src.format.reader == "csv-mapped"
     if csv:
