@@ -268,6 +268,17 @@ CREATE OR REPLACE MACRO kvir_span(sec) AS CASE
     WHEN sec IS NULL OR isnan(sec) OR isinf(sec) OR abs(sec) > 10000000 THEN NULL
     ELSE to_microseconds(CAST(round(sec * 1e6) AS BIGINT)) END;
 
+-- The trigger, the SQL twin of kvir/rules/trigger.py (tests/test_trigger.py checks they agree).
+-- SGLang's scheduler limit max_req_input_len = min(context_len - 1, pool - 1) - 5 (a prompt this long or
+-- longer does not fit). Either number may be unknown (NULL): least() ignores NULLs, so the other bounds it.
+CREATE OR REPLACE MACRO kvir_max_req_input_len(context_len, pool_tokens) AS
+    least(context_len - 1, pool_tokens - 1) - 5;
+
+-- The shortest prompt a rule counts as exposed: public = more than the pool; engine = max_req_input_len.
+CREATE OR REPLACE MACRO kvir_rule_threshold(rule, pool_tokens, context_len) AS CASE rule
+    WHEN 'public' THEN pool_tokens + 1
+    WHEN 'engine' THEN kvir_max_req_input_len(context_len, pool_tokens) END;
+
 -- Triage categories, shared by queries/triage/hits.sql and hits_pool_in_effect.sql (their header
 -- comments say what each category means). `gran` is ts_granularity_s: 0 or NULL for an exact start;
 -- otherwise the start lies in [ts, ts + gran) and counts as inside the window [ws, we] only if all of it does.

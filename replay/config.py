@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from kvir.rules.trigger import max_req_input_len
+
 
 @dataclass(frozen=True)
 class ModelDims:
@@ -51,10 +53,8 @@ class NodeLimits:
     """One engine node's limits, as SGLang derives them at start-up (research/sglang.md §1.2, §2.1).
 
     pool_tokens is max_total_num_tokens (already a multiple of page_size in SGLang); context_len the
-    model's context length. The scheduler's limit is
-
-        max_req_len       = min(context_len - 1, pool_tokens - 1)
-        max_req_input_len = max_req_len - 5          (a prompt is refused when len >= this)
+    model's context length. The scheduler refuses a prompt of max_req_input_len tokens or more (the one
+    definition: kvir.rules.trigger.max_req_input_len).
     """
 
     pool_tokens: int
@@ -73,12 +73,8 @@ class NodeLimits:
         return self.pool_tokens // self.page_size
 
     @property
-    def max_req_len(self) -> int:
-        return min(self.context_len - 1, self.pool_tokens - 1)
-
-    @property
     def max_req_input_len(self) -> int:
-        return self.max_req_len - 5
+        return max_req_input_len(self.context_len, self.pool_tokens)   # kvir.rules.trigger: the one definition
 
 
 @dataclass(frozen=True)

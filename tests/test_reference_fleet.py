@@ -34,7 +34,8 @@ def test_native_fleet_triage_equals_ground_truth(fleet, tmp_path):
     assert dict(zip(r.accounts["account_id"], r.accounts["affected"])) == truth["per_account"]
     assert s["affected_accounts"] == truth["affected_accounts"]
     assert s["rejected"] == truth["rejected_context"] and s["undecidable"] == truth["undecidable"]
-    assert s["other_rule_adds"] == 0 and s["other_rule_drops"] == 0
+    # the engine rule would add the 7 responses between the engine limit (681,274) and the pool (681,280)
+    assert s["other_rule_adds"] == truth["engine_only"] == 7 and s["other_rule_drops"] == 0
     a = r.affected
     assert set(a["prefill_node"]) <= PREFILL and a["prefill_tokens"].eq(1).all()   # the placeholder, every time
     assert a["decode_node"].str.startswith("glm53-decode-").all()
@@ -55,7 +56,19 @@ def test_rule_switch_on_the_reference_fleet(fleet, tmp_path):
     p = tmp_path / "incident.toml"
     p.write_text(spec.replace('path = "', f'path = "{fleet}/'))
     r = kvir.triage(p, out=tmp_path / "case")
-    assert r.summary["affected"] == 155 and r.summary["rule"].startswith("engine")
+    truth = _truth(fleet)
+    s = r.summary
+    assert s["rule"].startswith("engine: prompt_tokens >= 681,274")
+    # 155 over the pool + 7 between 681,274 and 681,280 tokens, worked out by the simulator's own plan
+    assert s["affected"] == truth["affected_engine_rule"] == 162
+    assert dict(zip(r.accounts["account_id"], r.accounts["affected"])) == truth["per_account_engine_rule"]
+    assert s["other_rule_drops"] == 7 and s["other_rule_adds"] == 0     # what the public rule would drop
+    import pyarrow.parquet as pq
+
+    gt = pq.read_table(fleet / "ground_truth" / "engine_only.parquet").to_pandas()
+    assert gt["prompt_tokens"].between(681_274, 681_280).all() and len(gt) == 7
+    engine_only = r.affected[r.affected["prompt_tokens"] <= 681_280]
+    assert set(engine_only["request_id"]) == set(gt["request_id"])
 
 
 def test_parquet_fleet_gives_the_same_answer(tmp_path):

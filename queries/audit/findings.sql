@@ -37,8 +37,8 @@ r001 AS (   -- pool below context
 ),
 pairs AS (  -- prefill and decode starts of one deployment that were up at the same time
     SELECT p.config_id, p.node AS p_node, d.node AS d_node, d.evidence_file AS d_file, d.evidence_line AS d_line,
-        coalesce(p.max_req_input_len, p.pool_tokens - 6) AS p_limit,
-        coalesce(d.max_req_input_len, d.pool_tokens - 6) AS d_limit,
+        coalesce(p.max_req_input_len, kvir_max_req_input_len(NULL, p.pool_tokens)) AS p_limit,
+        coalesce(d.max_req_input_len, kvir_max_req_input_len(NULL, d.pool_tokens)) AS d_limit,
         d.pool_tokens AS d_pool
     FROM c AS p JOIN c AS d
       ON p.deployment = d.deployment AND p.role = 'prefill' AND d.role = 'decode'
@@ -78,7 +78,7 @@ r003 AS (   -- a node's own context below the deployment's advertised context (p
             c.max_req_input_len, ad.adv - 1) AS message,
         NULL AS related_node, NULL AS related_evidence
     FROM c JOIN advertised AS ad USING (config_id)
-    WHERE c.holds_context AND c.max_req_input_len IS NOT NULL AND ad.adv IS NOT NULL AND c.max_req_input_len < ad.adv - 6
+    WHERE c.holds_context AND c.max_req_input_len IS NOT NULL AND ad.adv IS NOT NULL AND c.max_req_input_len < kvir_max_req_input_len(ad.adv, NULL)
 ),
 r004 AS (   -- PD build without the fix that ends rejected requests before transfer
     SELECT 'KVA004' AS rule_id, CASE WHEN c.fixed_build IS NULL THEN 'unknown' ELSE 'fail' END AS status,

@@ -11,7 +11,7 @@
 --                 user value of the context-length override warning.
 --   holds_context SGLang: pool >= context. vLLM: the concurrency figure when printed (>= 1.00x), because
 --                 for hybrid models (SWA/Mamba) the token count understates what one request can use.
---   max_req_input_len  SGLang's scheduler limit min(context-1, pool-1) - 5 (NULL unless both known).
+--   max_req_input_len  SGLang's scheduler limit, kvir_max_req_input_len (NULL unless both are known).
 --   version       a version line in the start (or elsewhere in the file), else the inventory.
 --   deferred_release / transfer_batch_cap  an environment dump in the log, else the inventory's env;
 --                 otherwise NULL: unknown, never assumed.
@@ -145,7 +145,7 @@ derived AS (
     SELECT x.*,
         coalesce(x.sa_served_model, x.v_served_model, x.sa_model_path) AS served_model,
         CASE WHEN x.engine = 'sglang' AND x.pool_tokens IS NOT NULL AND x.context_len IS NOT NULL
-             THEN least(x.context_len - 1, x.pool_tokens - 1) - 5 END AS max_req_input_len,
+             THEN kvir_max_req_input_len(x.context_len, x.pool_tokens) END AS max_req_input_len,
         CASE WHEN x.engine = 'vllm' AND x.max_concurrency IS NOT NULL THEN x.max_concurrency >= 1.0
              WHEN x.engine = 'vllm' AND x.refused THEN false
              WHEN x.pool_tokens IS NOT NULL AND x.context_len IS NOT NULL THEN x.pool_tokens >= x.context_len

@@ -1,9 +1,9 @@
 -- aggregate_bounds: what Prometheus prompt-token histograms imply about requests above the threshold: bounds, never requests.
--- Params: $models, $window_start, $window_end, $pool_tokens, $engine_limit, $rule
+-- Params: $models, $window_start, $window_end, $pool_tokens, $context_tokens, $rule, $condition_text
 --
 -- An aggregate finding, one row per histogram series (source, family, label set without le). Buckets
 -- are cumulative: c(le) requests had a prompt of at most le tokens, c(+Inf) is the total. Requests
--- above a threshold T (public rule: > pool_tokens; engine rule: >= engine_limit, i.e. > engine_limit - 1)
+-- of the rule's threshold (kvir_rule_threshold) or more, i.e. above T = threshold - 1,
 -- number at least total - c(smallest bound >= T) and at most total - c(largest bound <= T) (exact when T
 -- is a bound). Counts are per process since it started. With two or more timestamped scrapes the
 -- increase between the last scrape at or before the window start and the first at or after its end is
@@ -13,9 +13,8 @@
 -- of the incident's models are left out. In PD deployments prefill and decode both count a request.
 CREATE OR REPLACE TABLE aggregate_findings AS
 WITH thr AS (
-    SELECT CASE WHEN $rule = 'public' THEN CAST($pool_tokens AS DOUBLE) ELSE CAST($engine_limit AS DOUBLE) - 1 END AS t,
-           CASE WHEN $rule = 'public' THEN 'more than ' || $pool_tokens || ' prompt tokens'
-                ELSE 'at least ' || $engine_limit || ' prompt tokens' END AS t_text
+    SELECT CAST(kvir_rule_threshold($rule, $pool_tokens, $context_tokens) AS DOUBLE) - 1 AS t,
+           'prompts of ' || $condition_text AS t_text
 ),
 b AS (
     SELECT m.source_id, m.metric, m.labels, m.model, m.le, m.value, m.ts, m.source_line

@@ -1,12 +1,12 @@
 -- hits: every request of the incident's model inside the window that either rule flags, or that no
 -- rule can decide (prompt length unknown), with its category. Small: the 10^8-row scan ends here.
--- Params: $models, $window_start, $window_end, $pool_tokens, $engine_limit, $rule
+-- Params: $models, $window_start, $window_end, $pool_tokens, $context_tokens, $rule
 --
 -- Model: exact match with one of the incident's aliases (glm-5.3-air is another model).
 -- Window: inclusive at both ends. A request whose start is only known to lie in [ts, ts +
 -- ts_granularity_s) (the SGLang metrics export: an hour) is in scope when that span meets the window, and
--- counts as affected only when the whole span lies inside it; otherwise "possibly-affected". Rules: public = prompt_tokens > pool_tokens; engine = prompt_tokens
--- >= min(context-1, pool-1) - 5 (SGLang's max_req_input_len, whose test is >=).
+-- -- counts as affected only when the whole span lies inside it; otherwise "possibly-affected". Rules: the
+-- macro kvir_rule_threshold (public = more than the pool; engine = SGLang's max_req_input_len).
 -- Categories, under the chosen rule:
 --   affected     the rule holds and the client got a served response (HTTP 2xx, finish stop/length)
 --   possibly-affected  as affected, but its start is only known to a span that crosses a window edge
@@ -18,8 +18,8 @@
 CREATE OR REPLACE TABLE triage_hits AS
 WITH scoped AS (
     SELECT r.*,
-        r.prompt_tokens > $pool_tokens AS public_hit,
-        r.prompt_tokens >= $engine_limit AS engine_hit
+        r.prompt_tokens >= kvir_rule_threshold('public', $pool_tokens, $context_tokens) AS public_hit,
+        r.prompt_tokens >= kvir_rule_threshold('engine', $pool_tokens, $context_tokens) AS engine_hit
     FROM requests AS r
     WHERE r.model IN (SELECT unnest($models))
       AND r.ts <= $window_end
@@ -28,7 +28,8 @@ WITH scoped AS (
       AND r.ts > $window_start - INTERVAL 1 DAY
       AND (r.ts >= $window_start
            OR (coalesce(r.ts_granularity_s, 0) > 0 AND r.ts + to_seconds(r.ts_granularity_s) > $window_start))
-      AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= least($engine_limit, $pool_tokens + 1))
+      AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= least(kvir_rule_threshold('public', $pool_tokens, $context_tokens),
+                                                                 kvir_rule_threshold('engine', $pool_tokens, $context_tokens)))
 ),
 judged AS (
     SELECT s.*,

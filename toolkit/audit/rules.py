@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvir.rules.trigger import FORMULA
+
 SEVERITIES = ("critical", "high", "medium", "low")
 SEVERITY_RANK = {s: len(SEVERITIES) - i for i, s in enumerate(SEVERITIES)}   # critical 4 ... low 1
 STATUSES = ("fail", "unknown")
@@ -38,7 +40,7 @@ RULES: tuple[Rule, ...] = (
          "above the context, restart, and check the new max_total_num_tokens line; never rely on proxy limits "
          "or engine rejection.",
          "SGLang does not refuse to start when max_total_num_tokens < context_len: it silently clamps "
-         "max_req_input_len = min(context-1, pool-1) - 5. On a PD prefill node before the fix, a prompt "
+         f"max_req_input_len = {FORMULA}. On a PD prefill node before the fix, a prompt "
          "between that limit and the context becomes a 1-token placeholder while the decode side serves KV "
          "pages nobody wrote (the incident). Critical on PD prefill nodes, high on decode nodes, medium on "
          "non-PD nodes (they answer HTTP 400). vLLM: maximum concurrency below 1.00x. Status unknown when "
@@ -57,7 +59,7 @@ RULES: tuple[Rule, ...] = (
          "holds it), or advertise the smaller context to clients.",
          "The node's pool holds its own context, but that context is below the one the deployment "
          "advertises (the inventory's advertised_context, else the largest context of its deployment), so "
-         "max_req_input_len sits below the advertised context beyond SGLang's 6-token margin."),
+         "max_req_input_len sits below the one the advertised context gives."),
     Rule("KVA004", "build-without-pd-abort-fix", "PD node runs an SGLang build older than the fix",
          "high",
          f"Upgrade the prefill and decode nodes to sglang >= {FIXED_SGLANG}, which ends intake-rejected "

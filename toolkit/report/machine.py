@@ -73,12 +73,12 @@ def machine_values(m: IncidentModel) -> MachineValues:
                "KV cache pages that were never written for the request and hold another request's data, and the "
                "client receives HTTP 200 with a response derived from that data instead of HTTP 400.")
     pre = ("The context length is larger than the KV pool on a prefill node, and a prompt reaches the engine's "
-           "limit min(context - 1, pool - 1) - 5 tokens.")
+           f"limit {f.rule_formula} tokens.")
     window = f"{iso(c.first_affected)} to {iso(c.last_affected)}"
     details = (f"Found in incident {f.id} at {d.provider_name}: {c.affected} responses of {f.model} between {window} "
                f"were affected; context {f.context_tokens} tokens, prefill KV pool {f.pool_tokens} tokens.")
-    inc_summary = (f"Between {window} (UTC), {c.affected} responses of {f.model} to prompts longer than "
-                   f"{f.pool_tokens} tokens may have contained text derived from other requests' KV-cache data. They "
+    inc_summary = (f"Between {window} (UTC), {c.affected} responses of {f.model} to prompts of "
+                   f"{f.condition} may have contained text derived from other requests' KV-cache data. They "
                    f"went to {c.affected_accounts} accounts: {c.customers} customer accounts ({c.customer_affected} "
                    f"responses) and {c.labelled_affected} responses to the reporting researcher's and the provider's "
                    f"own test accounts. Investigated window: {iso(f.window_start)} to {iso(f.window_end)}.")

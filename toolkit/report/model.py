@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kvir.rules.trigger import FORMULA, Trigger
 from kvir.case.store import Case
 from kvir.core.errors import KvirError
 from kvir.core.sql import load
@@ -68,7 +69,6 @@ class Facts:
     pool_tokens: int
     context_tokens: int
     rule: str
-    engine_limit: int
     rule_text: str
     other_rule_text: str
     spec_path: str
@@ -77,6 +77,28 @@ class Facts:
     @property
     def model(self) -> str:
         return self.models[0]
+
+    @property
+    def trigger(self) -> Trigger:
+        return Trigger(self.pool_tokens, self.context_tokens, self.rule)
+
+    @property
+    def engine_limit(self) -> int:
+        return self.trigger.engine_limit
+
+    @property
+    def condition(self) -> str:
+        """What every counted prompt had, under the rule the triage used ('more than 681,280 tokens')."""
+        return self.trigger.condition()
+
+    @property
+    def complement(self) -> str:
+        """What every prompt the rule did not count had ('681,280 tokens or fewer')."""
+        return self.trigger.complement()
+
+    @property
+    def rule_formula(self) -> str:
+        return FORMULA
 
 
 @dataclass(frozen=True)
@@ -396,8 +418,7 @@ def _facts(case: Case) -> Facts:
     if not case.has("incident"):
         raise KvirError("the case has no `incident` table: run `kvir triage` first", path=str(case.path))
     kv = dict(case.con.execute("SELECT key, value FROM incident").fetchall())
-    need = ("id", "title", "models", "window_start", "window_end", "pool_tokens", "context_tokens", "rule",
-            "engine_limit")
+    need = ("id", "title", "models", "window_start", "window_end", "pool_tokens", "context_tokens", "rule")
     missing = [k for k in need if k not in kv]
     if missing:
         raise KvirError(f"the case's incident table lacks {', '.join(missing)}", path=str(case.path))
@@ -406,7 +427,7 @@ def _facts(case: Case) -> Facts:
         id=kv["id"], title=kv["title"], models=tuple(json.loads(kv["models"])),
         window_start=utc(kv["window_start"]), window_end=utc(kv["window_end"]),
         pool_tokens=int(kv["pool_tokens"]), context_tokens=int(kv["context_tokens"]), rule=kv["rule"],
-        engine_limit=int(kv["engine_limit"]), rule_text=tri.get("rule", kv["rule"]),
+        rule_text=tri.get("rule", kv["rule"]),
         other_rule_text=tri.get("other_rule", ""), spec_path=kv.get("spec_path", ""),
         awareness_time=utc(kv["awareness_time"]) if kv.get("awareness_time") else None,
     )

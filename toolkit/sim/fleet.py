@@ -3,10 +3,11 @@
 GLM-5.3 is served from 2026-08-27 by an SGLang prefill/decode deployment whose four prefill nodes have a
 KV pool of 681,280 tokens under a context of 1,048,576. Until each prefill node restarts onto the fixed
 config (pool 2,042,880) on 2026-09-09 before 14:52 UTC, every prompt of 681,274 tokens or more (SGLang's
-own limit, min(context-1, pool-1) - 5) is swapped for a 1-token placeholder on the prefill side while the
-decode side decodes over pages it never received: HTTP 200 with another user's data. Exactly 155 such
-responses are generated, among them the reporting researcher's probes on 2026-09-08 and the provider's
-reproduction on 2026-09-09. The model is private 14:00-19:40 on 2026-09-09 (internal tests only). Two
+own limit, kvir.rules.trigger.max_req_input_len) is swapped for a 1-token placeholder on the prefill side while
+the decode side decodes over pages it never received: HTTP 200 with another user's data. Exactly 155 such
+responses had more than 681,280 tokens (the public rule), among them the reporting researcher's probes on
+2026-09-08 and the provider's reproduction on 2026-09-09; 7 more fell between the engine limit and the pool
+(681,274-681,280 tokens): exposed too, but only the engine rule counts them (162). The model is private 14:00-19:40 on 2026-09-09 (internal tests only). Two
 other models are served correctly throughout (controls); accounts have a Zipf-skewed load; prompt
 lengths have a long tail up to the context length.
 
@@ -33,8 +34,9 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from kvir.rules.trigger import max_req_input_len
 
 UTC = dt.timezone.utc
 HOST_TZ = "America/Chicago"     # every engine host logs in this zone (naive local time)
@@ -42,9 +44,10 @@ CONTEXT = 1_048_576
 POOL_BUG = 681_280
 POOL_FIXED = 2_042_880          # ~2 x context, a multiple of the 64-token page (GLM-5.2's config)
 PAGE = 64
-ENGINE_LIMIT = min(CONTEXT - 1, POOL_BUG - 1) - 5   # 681,274: SGLang's max_req_input_len
-LONG_CAP = min(CONTEXT - 1, POOL_FIXED - 1) - 6      # 1,048,569: longest prompt any fixed node serves
-N_AFFECTED = 155
+ENGINE_LIMIT = max_req_input_len(CONTEXT, POOL_BUG)       # 681,274
+LONG_CAP = max_req_input_len(CONTEXT, POOL_FIXED) - 1      # 1,048,569: longest prompt any fixed node serves
+N_AFFECTED = 155                # exposed responses the public rule (> pool) counts
+N_ENGINE_GAP = 7                # exposed responses between the engine limit and the pool: the engine rule only
 N_RESEARCHER = 6                # of the 155: the reporting researcher's probes on 2026-09-08
 N_PROVIDER = 4                  # of the 155: the provider's reproduction on 2026-09-09
 GW_MODEL = "@cf/zai-org/glm-5.3"
@@ -117,7 +120,7 @@ MODELS = {
 }
 MODEL_NAMES = np.array(list(MODELS))
 KINDS = ["base", "affected", "probe-short", "internal", "reject-context", "undecidable", "after-window-long",
-         "control-long"]
+         "control-long", "engine-gap"]
 
 
 @dataclass
@@ -209,10 +212,10 @@ def _rows(sim: Sim, rng: np.random.Generator, n_base: int, start: dt.datetime, e
     private = (ts_dt >= private_us) & (ts_dt < public_us)
     model_idx[(model_idx == 0) & private] = 1                        # GLM-5.3 private: customers go elsewhere
     contexts = np.array([MODELS[m][1] for m in MODEL_NAMES])
-    # Long-context models stop 6 tokens short of the context: from context-6 on, SGLang's own limit
-    # (min(context-1, pool-1) - 5) refuses even a fixed pool, which this fleet does not model.
+    # Long-context models stop short of SGLang's own limit for a fixed pool (max_req_input_len): from
+    # there on it refuses even a fixed pool, which this fleet does not model.
     cap = np.where(contexts[model_idx] == CONTEXT, LONG_CAP, contexts[model_idx] - 1)
-    # GLM-5.3 inside the window: every prompt >= 681,274 was exposed, and exactly the 155 special rows
+    # GLM-5.3 inside the window: every prompt >= 681,274 was exposed, and exactly the 155 + 7 special rows
     # are; base traffic there stays below SGLang's limit.
     glm_in_window = (model_idx == 0) & (ts_dt <= window_end_us)
     cap = np.where(glm_in_window, ENGINE_LIMIT - 1, cap)
@@ -253,7 +256,7 @@ def _rows(sim: Sim, rng: np.random.Generator, n_base: int, start: dt.datetime, e
     for i, node in enumerate(sim.nodes[:4]):
         fix_us = int(node.starts[-1][0].timestamp() * 1e6)
         pool_now[(prefill == i) & (ts_us < fix_us)] = POOL_BUG
-    limit_now = np.minimum(CONTEXT - 1, pool_now - 1) - 5
+    limit_now = max_req_input_len(CONTEXT, pool_now)
     exposed = is_glm & reaches & (cols["prompt_tokens"] >= limit_now)
     prefill_tokens = np.where(exposed, 1, cols["prompt_tokens"])
 
@@ -305,6 +308,9 @@ def _special_rows(rng: np.random.Generator, n_customers: int, zipf: np.ndarray) 
         POOL_BUG + 1, LONG_CAP, "affected")
     add(N_PROVIDER, t("2026-09-09T13:30:00"), t("2026-09-09T14:30:00"), GW_MODEL, provider,
         700_000, 900_000, "affected")
+    # between the engine limit and the pool: exposed, but counted only by the engine rule
+    add(N_ENGINE_GAP, LAUNCH + dt.timedelta(hours=4), t("2026-09-09T13:00:00"), GW_MODEL, None,
+        ENGINE_LIMIT, POOL_BUG, "engine-gap")
     # the researcher's short probes (control: same account, not affected)
     add(8, t("2026-09-08T09:00:00"), t("2026-09-08T15:30:00"), GW_MODEL, researcher, 1_000, 600_000, "probe-short")
     # internal tests while the model was private (short prompts)
@@ -327,10 +333,13 @@ def _special_rows(rng: np.random.Generator, n_customers: int, zipf: np.ndarray) 
 def _check_plan(table: pa.Table) -> None:
     """The invariants every reference fleet must satisfy (a failed one is a bug in the simulator)."""
     exposed = table["exposed"]
-    n_exp = pc.sum(exposed).as_py() or 0
-    assert n_exp == N_AFFECTED, f"simulator produced {n_exp} exposed responses, not {N_AFFECTED}"
-    kinds = set(pc.unique(table.filter(exposed)["kind"].cast(pa.string())).to_pylist())
-    assert kinds == {"affected"}, kinds
+    check_exposed(table.filter(exposed)["kind"].cast(pa.string()).to_pylist())
+
+
+def check_exposed(kinds: list[str]) -> None:
+    """Exactly the planned exposed responses: 155 over the pool, 7 between the engine limit and the pool."""
+    got = {k: kinds.count(k) for k in set(kinds)}
+    assert got == {"affected": N_AFFECTED, "engine-gap": N_ENGINE_GAP}, f"simulator exposed {got}"
 
 
 # --------------------------------------------------------------------------------------------- writers
@@ -520,7 +529,7 @@ def _truth_from_table(con: duckdb.DuckDBPyConnection) -> dict:
     affected = con.sql("""
         SELECT request_id, ts, account_id::VARCHAR AS account_id, model::VARCHAR AS model, prompt_tokens,
                prefill_node::VARCHAR AS prefill_node, decode_node::VARCHAR AS decode_node, kind::VARCHAR AS kind
-        FROM fleet WHERE exposed ORDER BY ts, request_id""").to_arrow_table()
+        FROM fleet WHERE exposed ORDER BY ts, request_id""").to_arrow_table()   # public and engine-only
     kinds = dict(con.execute("SELECT kind::VARCHAR, count(*) FROM fleet GROUP BY 1").fetchall())
     return {"affected": affected, "kinds": kinds,
             "total": con.execute("SELECT count(*) FROM fleet").fetchone()[0]}
@@ -529,15 +538,23 @@ def _truth_from_table(con: duckdb.DuckDBPyConnection) -> dict:
 def _write_ground_truth(sim: Sim, truth: dict) -> None:
     gt = sim.out / "ground_truth"
     gt.mkdir(parents=True, exist_ok=True)
-    pq.write_table(truth["affected"], gt / "affected.parquet")
-    aff = truth["affected"].to_pandas()
+    exposed = truth["affected"].to_pandas()
+    over_pool = exposed["prompt_tokens"] > POOL_BUG
+    # affected.parquet: what the public rule must find; engine_only.parquet: what only the engine rule adds
+    pq.write_table(truth["affected"].filter(pa.array(over_pool.to_numpy())), gt / "affected.parquet")
+    pq.write_table(truth["affected"].filter(pa.array((~over_pool).to_numpy())), gt / "engine_only.parquet")
+    aff = exposed[over_pool]
     per_account = aff.groupby("account_id").size().sort_values(ascending=False)
     per_account.rename("affected").to_csv(gt / "accounts.csv")
+    per_account_engine = exposed.groupby("account_id").size().sort_values(ascending=False)
     summary = {
         "requests": int(truth["total"]),
         "affected": int(len(aff)),
+        "affected_engine_rule": int(len(exposed)),
+        "engine_only": int((~over_pool).sum()),
         "affected_accounts": int(aff["account_id"].nunique()),
         "per_account": {k: int(v) for k, v in per_account.items()},
+        "per_account_engine_rule": {k: int(v) for k, v in per_account_engine.items()},
         "researcher_account": RESEARCHER, "researcher_affected": int((aff["account_id"] == RESEARCHER).sum()),
         "provider_account": PROVIDER_QA, "provider_affected": int((aff["account_id"] == PROVIDER_QA).sum()),
         "rejected_context": int(truth["kinds"].get("reject-context", 0)),
@@ -545,6 +562,7 @@ def _write_ground_truth(sim: Sim, truth: dict) -> None:
         "after_window_long": int(truth["kinds"].get("after-window-long", 0)),
         "control_long": int(truth["kinds"].get("control-long", 0)),
         "first_affected": aff["ts"].min().isoformat(), "last_affected": aff["ts"].max().isoformat(),
+        "first_exposed": exposed["ts"].min().isoformat(), "last_exposed": exposed["ts"].max().isoformat(),
         "prefill_fixed_at": {n.name: n.starts[-1][0].isoformat() for n in sim.nodes if n.role == "prefill"},
         "engine_limit": ENGINE_LIMIT, "format": sim.fmt, "seed": sim.seed,
         "note": "Written by kvir simulate from its own plan; kvir never reads this folder except in tests.",

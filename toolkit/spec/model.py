@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from kvir.core.errors import SpecError
+from kvir.rules.trigger import RULES, Trigger
 
 UTC = dt.timezone.utc
-RULES = ("public", "engine")
 ROLES = ("prefill", "decode", "mixed")
 # Canonical request fields a generic CSV / JSONL / Parquet source may map its columns onto.
 MAPPABLE_FIELDS = (
@@ -23,31 +23,6 @@ MAPPABLE_FIELDS = (
     "completion_tokens", "http_status", "finish_reason", "prefill_node", "decode_node",
     "prefill_tokens", "bootstrap_room", "latency_s",
 )
-
-
-@dataclass(frozen=True)
-class Trigger:
-    """The condition under which a served response counts as exposed."""
-
-    pool_tokens: int
-    context_tokens: int
-    rule: str = "public"
-
-    @property
-    def engine_limit(self) -> int:
-        """SGLang's scheduler limit: prompts of at least this many tokens were swapped for a placeholder."""
-        return min(self.context_tokens - 1, self.pool_tokens - 1) - 5
-
-    def describe(self, rule: str | None = None) -> str:
-        rule = rule or self.rule
-        if rule == "public":
-            return f"public: prompt_tokens > {self.pool_tokens:,} (the KV pool)"
-        return (f"engine: prompt_tokens >= {self.engine_limit:,} "
-                f"(min(context-1, pool-1) - 5, SGLang's max_req_input_len)")
-
-    @property
-    def other_rule(self) -> str:
-        return "engine" if self.rule == "public" else "public"
 
 
 @dataclass(frozen=True)
@@ -112,15 +87,8 @@ class IncidentSpec:
 
     def query_params(self) -> dict[str, Any]:
         """The values every triage query binds (never pasted into SQL)."""
-        t = self.trigger
-        return {
-            "models": list(self.models),
-            "window_start": self.window_start,
-            "window_end": self.window_end,
-            "pool_tokens": t.pool_tokens,
-            "engine_limit": t.engine_limit,
-            "rule": t.rule,
-        }
+        return {"models": list(self.models), "window_start": self.window_start, "window_end": self.window_end,
+                **self.trigger.query_params()}
 
 
 # --------------------------------------------------------------------------------------------- parsing

@@ -98,6 +98,7 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
             params = spec.query_params()
             params["rule_text"] = spec.trigger.describe()
             params["other_rule_text"] = spec.trigger.describe(spec.trigger.other_rule)
+            params["condition_text"] = spec.trigger.condition()
             queries = ("triage/hits_pool_in_effect",) + TRIAGE_QUERIES[1:] if pool_in_effect else TRIAGE_QUERIES
             for name in queries:
                 reporter.run(name.split("/")[1], lambda n=name: case.run(n, params), con=case.con)

@@ -1,0 +1,1 @@
+"""Rules every later layer applies: the trigger (when a response counts as exposed)."""
