@@ -67,13 +67,16 @@ def test_decode_pools_larger_than_prefill_are_flagged(result):
 
 
 def test_runtime_indicators_match_the_exposed_responses(result, fleet):
-    # the simulator logs one scheduler rejection per exposed response on its prefill node
-    aff = pd.read_parquet(fleet / "ground_truth" / "affected.parquet")
+    # the simulator logs one scheduler rejection per exposed response on its prefill node: the 155 over
+    # the pool and the 7 between the engine limit and the pool
+    gt = fleet / "ground_truth"
+    aff = pd.concat([pd.read_parquet(gt / "affected.parquet"), pd.read_parquet(gt / "engine_only.parquet")])
     want = aff.groupby("prefill_node").size().to_dict()
     ri = result.runtime_indicators
     got = ri[ri.indicator == "input-length-exceeds"].groupby("node")["count"].sum().to_dict()
-    assert got == want and sum(got.values()) == 155
-    assert set(ri[ri.indicator == "input-length-exceeds"]["limit_tokens"]) == {min(CONTEXT - 1, POOL_BUG - 1) - 5}
+    assert got == want and sum(got.values()) == 162
+    # min(1,048,575, 681,279) - 5, worked by hand
+    assert set(ri[ri.indicator == "input-length-exceeds"]["limit_tokens"]) == {681_274}
 
 
 def test_environment_in_the_startup_logs_is_judged(result):

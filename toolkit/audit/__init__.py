@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kvir.audit.inventory import Inventory, load_inventory
+from kvir.core.files import sha256_file
 from kvir.audit.rules import FIXED_SGLANG, RULES, RULES_BY_ID, SEVERITIES, SEVERITY_RANK, Rule
 
 __all__ = ["audit", "load_node_configs", "AuditResult", "RULES", "RULES_BY_ID", "Rule", "SEVERITIES",
@@ -84,7 +85,7 @@ def _record_manifest(case, plans, inventory, seconds: float) -> None:
     case.manifest["audit"] = {
         "kvir_version": __version__,
         "inventory": inv_path,
-        "inventory_sha256": _sha(inv_path) if inv_path else None,
+        "inventory_sha256": sha256_file(inv_path) if inv_path else None,
         "fixed_sglang": FIXED_SGLANG,
         "inputs": [{"path": p.label, "size_bytes": p.size_bytes, "sha256": p.sha256, "source_tz": p.tz_text,
                     "node": p.node.name if p.node else None, "skipped": p.skipped} for p in plans],
@@ -93,12 +94,6 @@ def _record_manifest(case, plans, inventory, seconds: float) -> None:
         "seconds": round(seconds, 3),
     }
     case.manifest.setdefault("timings", {})["audit_s"] = round(seconds, 3)
-
-
-def _sha(path: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def load_node_configs(case, paths: list[str | Path], *, inventory: str | Path | Inventory | None = None,

@@ -14,7 +14,6 @@ in an in-memory database:
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from dataclasses import dataclass
@@ -32,11 +31,10 @@ from kvir.core.sql import QueryLog, load, run
 from kvir.core.timezones import SourceTz, parse_source_tz
 from kvir.audit.inventory import Inventory, InventoryNode, load_inventory
 from kvir.audit.rules import FIXED_SGLANG, RULES, VLLM_DEFAULT_BLOCK_SIZE
+from kvir.core.files import node_from_path, role_from_name, sha256_file
 
 DERIVE_QUERIES = ("audit/files", "audit/node_configs", "audit/runtime_indicators", "audit/findings",
                   "audit/node_exposure", "audit/problems")
-_GENERIC_STEMS = {"server", "stdout", "stderr", "output", "log", "logs", "app", "engine", "console", "startup",
-                  "start-up", "boot", "sglang", "vllm", "container", "current", "latest", "requests", "request"}
 _CRI = re.compile(r"^\d{4}-\d{2}-\d{2}T\S+\s+(?:stdout|stderr)\s+[FP]\s")
 
 
@@ -70,31 +68,6 @@ def resolve_files(paths: list[str | Path]) -> list[Path]:
     return [f for f, _ in resolve_paths(list(paths), None)]
 
 
-_SUFFIX = re.compile(r"\.(?:gz|zst|zstd|log|txt|out|err|jsonl|ndjson|json|csv|\d+)$", re.IGNORECASE)
-
-
-def _node_from_file(path: Path) -> tuple[str, str]:
-    """(node, how): the file name without extensions and rotation numbers (server.log.1.gz -> server), or
-    the folder's name when that is generic."""
-    stem = path.name
-    while (shorter := _SUFFIX.sub("", stem)) != stem and shorter:
-        stem = shorter
-    if stem.lower() in _GENERIC_STEMS and path.parent.name:
-        return path.parent.name, "folder name"
-    return stem, "file name"
-
-
-def _role_from_name(name: str) -> str | None:
-    n = name.lower()
-    return "prefill" if "prefill" in n else "decode" if "decode" in n else None
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _sniff_skip(path: Path) -> tuple[str | None, bool]:
@@ -136,16 +109,16 @@ def plan_files(paths: list[str | Path], inventory: Inventory | None, source_tz: 
         if tz is None and inv_tz:
             tz, tz_text = parse_source_tz(inv_tz), inv_tz
         skipped, cri = _sniff_skip(f)
-        file_node, how = _node_from_file(f)
+        file_node, how = node_from_path(f)
         try:
             size = f.stat().st_size
-            digest = _sha256(f)
+            digest = sha256_file(f)
         except OSError as e:
             raise InputError(f"cannot read: {e.strerror or e}", path=str(f)) from None
         plans.append(FilePlan(
             file_id=i, path=f, label=str(f), size_bytes=size, sha256=digest, tz=tz, tz_text=tz_text,
             year=year or inv_year, node=node, match=m.how if m else None,
-            file_node=file_node, file_node_source=how, file_role=_role_from_name(file_node) or _role_from_name(f.name),
+            file_node=file_node, file_node_source=how, file_role=role_from_name(file_node) or role_from_name(f.name),
             skipped=skipped, cri=cri))
     return plans
 

@@ -24,6 +24,7 @@ from typing import Any
 import duckdb
 
 from kvir.core.errors import KvirError
+from kvir.core.jsonable import jsonable
 
 _IDENT = re.compile(r"[a-z][a-z0-9_]*")
 _INPUT = re.compile(r"\b__([a-z][a-z0-9_]*)__\b")
@@ -149,19 +150,11 @@ class QueryLog:
             "query": f"queries/{q.name}.sql",
             "sha256": q.sha256,
             "inputs": inputs or {},
-            "params": {k: _jsonable(v) for k, v in params.items()},
+            "params": jsonable(params),
             "compiled_sql": sql,
             "rows": rows,
             "seconds": round(seconds, 4),
         })
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if hasattr(v, "isoformat"):
-        return v.isoformat()
-    return v
 
 
 def bind(q: Query, params: dict[str, Any]) -> dict[str, Any]:

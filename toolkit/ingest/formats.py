@@ -12,14 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvir.ingest import sniff as sn
-from kvir.ingest.joins import DEFAULT_TOLERANCE_S, join_evidence
-from kvir.ingest.readers import records_input
-from kvir.ingest.settings import write_extra_settings
-from kvir.ingest.stage import fill_stage
 from kvir.ingest.sniff import Sniffer
 
-__all__ = ["FORMATS", "Format", "RECORD_COLUMNS", "RECORD_COLUMN_NAMES", "get", "register", "records_input",
-           "write_extra_settings", "join_evidence", "DEFAULT_TOLERANCE_S", "fill_stage"]
+__all__ = ["FORMATS", "Format", "RECORD_COLUMNS", "RECORD_COLUMN_NAMES", "get", "register"]
 
 # What every adapter produces, one row per input line or record (tests check each adapter).
 RECORD_COLUMNS: tuple[tuple[str, str], ...] = (

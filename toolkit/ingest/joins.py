@@ -19,10 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from kvir.case.store import Case
-    from kvir.ingest.run import Source
-
-DEFAULT_TOLERANCE_S = 2.0
-
+    from kvir.ingest.sources import Source
 
 def plan_passes(sources: list["Source"]) -> list[tuple[list["Source"], str]]:
     """(sources, pass) in the order they run, the files of one format together (a folder of gateway pages
@@ -42,7 +39,7 @@ def plan_passes(sources: list["Source"]) -> list[tuple[list["Source"], str]]:
     return [(group, kind) for (kind, _), group in groups.items()]
 
 
-def join_evidence(case: "Case", sources: list["Source"], tolerance_s: float = DEFAULT_TOLERANCE_S) -> int:
+def join_evidence(case: "Case", sources: list["Source"], tolerance_s: float) -> int:
     """Run the passes; returns how many ran. `requests` must be a table (requests_merged)."""
     passes = plan_passes(sources)
     for group, kind in passes:

@@ -27,7 +27,7 @@ from kvir.ingest.sniff import csv_header
 
 if TYPE_CHECKING:  # pragma: no cover
     from kvir.case.store import Case
-    from kvir.ingest.run import IngestOptions, Source
+    from kvir.ingest.sources import IngestOptions, Source
 
 RECORD_SCHEMA = pa.schema([("source_id", pa.int32())] + list(TEXT_SCHEMA) + [("problem", pa.string())])
 RECORD_KEYS = ("result", "data", "logs", "items", "rows", "records", "observations", "requests")

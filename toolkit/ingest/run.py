@@ -24,7 +24,11 @@ from kvir.case.store import Case
 from kvir.core.errors import InputError
 from kvir.ingest.lines import compression_of, interleave, iter_line_batches
 from kvir.ingest.lines import TEXT_SCHEMA as LINE_SCHEMA
+from kvir.ingest.joins import join_evidence
 from kvir.ingest.mapped import ingest_parquet, mapped_input
+from kvir.ingest.readers import records_input
+from kvir.ingest.settings import write_extra_settings
+from kvir.ingest.stage import fill_stage
 from kvir.core.progress import ByteCounter, Reporter
 from kvir.ingest.sources import IngestOptions, Source, input_digest, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
 
@@ -98,7 +102,7 @@ def _register_source(case: Case, src: Source, opts: IngestOptions, size: int) ->
          "off": src.tz.offset_minutes if src.tz else None, "model": src.served_model,
          "node": src.node, "role": src.role, "year": src.year, "keep": opts.keep_raw,
          "maxb": opts.max_line_bytes})
-    fmts.write_extra_settings(case, src)
+    write_extra_settings(case, src)
     case.manifest["inputs"].append({
         "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
         "files": [{"path": str(p), "size_bytes": p.stat().st_size} for p in src.paths],
@@ -130,7 +134,7 @@ def _build_requests(case: Case, sources: list[Source], opts: IngestOptions | Non
         any("bootstrap_room" in s.columns for s in sources)
     case.run("case/requests_merged" if merged else "case/requests_direct")
     if merged:
-        fmts.join_evidence(case, sources, (opts or IngestOptions()).join_tolerance_s)
+        join_evidence(case, sources, (opts or IngestOptions()).join_tolerance_s)
 
 
 _BATCH_SCHEMA = pa.schema([("source_id", pa.int32())] + list(LINE_SCHEMA))
@@ -161,7 +165,7 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
     if reader == "lines":
         inp = _lines_of(group, opts, on_bytes)
     elif reader == "records":
-        inp = fmts.records_input(case, group, opts, on_bytes)
+        inp = records_input(case, group, opts, on_bytes)
     elif reader in ("jsonl-mapped", "csv-mapped"):
         inp = mapped_input(case, group[0], opts)
     else:
@@ -175,7 +179,7 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
     stage = f"batch{group[0].source_id}_stage"
     try:
         # a stream of lines runs in chunks DuckDB parses on every thread (kvir.formats.stage)
-        fmts.fill_stage(con, name, inp, sql, stage)
+        fill_stage(con, name, inp, sql, stage)
     except Exception as e:  # a reader error (e.g. a truncated gzip member) names the files
         where = group[0].label if len(group) == 1 else f"{group[0].label} (+{len(group) - 1} more {fmt.name} files)"
         raise InputError(f"cannot read as {fmt.name}: {e}", path=where) from None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from kvir.case.store import Case
-    from kvir.ingest.run import Source
+    from kvir.ingest.sources import Source
 
 WINDOW_MARGIN = dt.timedelta(days=61)
 MAX_HOURS = 24 * 800

@@ -20,6 +20,7 @@ from kvir.ingest.formats import FORMATS, Format
 from kvir.ingest.lines import DEFAULT_MAX_LINE_BYTES, head_lines
 from kvir.spec.model import IncidentSpec, SourceSpec
 from kvir.core.timezones import SourceTz, parse_source_tz
+from kvir.core.files import node_from_path, role_from_name, sha256_file, sha256_of_digests
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 @dataclass
@@ -53,7 +54,7 @@ class IngestOptions:
     keep_raw: bool = False
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     hash: str = "auto"          # full | footer | auto | none (see input_digest)
-    join_tolerance_s: float = fmts.DEFAULT_TOLERANCE_S   # candidates / identities joined by time (formats/joins.py)
+    join_tolerance_s: float = 2.0   # seconds: candidates / identities joined by time (ingest/joins.py)
 
 
 # ----------------------------------------------------------------------------------------- resolving
@@ -171,31 +172,6 @@ def _server_args(path: Path) -> tuple[str | None, str | None, int | None]:
     return None, None, None
 
 
-_GENERIC_STEMS = {"server", "requests", "request", "stdout", "stderr", "output", "log", "logs", "app", "engine",
-                  "access", "current", "latest", "api_server", "vllm"}
-
-
-def _node_from_name(path: Path) -> str:
-    """The node a log file belongs to: its name (prefill-3.log -> prefill-3), or its folder's name when
-    the file name is generic (engine/decode-0/server.log -> decode-0)."""
-    name = path.name
-    for suffix in (".gz", ".zst", ".zstd", ".log", ".jsonl", ".ndjson", ".json", ".txt", ".csv", ".parquet"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    if (name.lower() in _GENERIC_STEMS or name.startswith("sglang-request-metrics-")) and path.parent.name:
-        return path.parent.name     # per-hour metrics exports are named by hour: the folder names the node
-    return name
-
-
-def _role_from_name(path: Path) -> str | None:
-    n = path.name.lower()
-    if "prefill" in n:
-        return "prefill"
-    if "decode" in n:
-        return "decode"
-    return None
-
-
 def plan_sources(paths: list[str | Path], spec: IncidentSpec | None, opts: IngestOptions) -> list[Source]:
     """Decide, per input, its format and settings; refuse what cannot be read correctly."""
     files = resolve_paths(paths, spec)
@@ -240,7 +216,7 @@ def _settle(i: int, files: list[Path], key: tuple, fmt: Format, how: str, ss: So
                          path=label, hint="pass --source-tz (an IANA name such as America/Chicago, or +02:00), "
                                           "or set source_tz in a [[sources]] entry")
     src.year = opts.year or (ss.year if ss else None)
-    src.node = (ss.node if ss and ss.node else None) or _node_from_name(first)
+    src.node = (ss.node if ss and ss.node else None) or node_from_path(first)[0]
     src.role = (ss.role if ss and ss.role else None)
     src.columns = dict(ss.columns) if ss else {}
 
@@ -255,7 +231,7 @@ def _settle(i: int, files: list[Path], key: tuple, fmt: Format, how: str, ss: So
             src.served_model = spec.model
             src.served_model_source = "assumed: no server_args= line and no --served-model, so taken to serve the incident's model"
             src.notes.append(f"served model assumed to be {spec.model} (no server_args= line, no --served-model)")
-        src.role = src.role or role or _role_from_name(Path(src.node or first.name))
+        src.role = src.role or role or role_from_name(src.node or first.name)
     elif opts.served_model or (ss and ss.served_model):
         src.served_model = opts.served_model or ss.served_model  # type: ignore[union-attr]
         src.served_model_source = "--served-model (used where a record names no model)"
@@ -280,7 +256,7 @@ def input_digest(src: Source, mode: str) -> str | None:
     if mode == "footer" or (mode == "auto" and src.is_view):
         if not src.is_view:
             return _sha256(src.paths)
-        return "sha256-footer:" + _digest_of(sorted(_footer_sha256(p) for p in src.paths))
+        return "sha256-footer:" + sha256_of_digests([_footer_sha256(p) for p in src.paths])
     return _sha256(src.paths)
 
 
@@ -297,21 +273,9 @@ def _footer_sha256(p: Path) -> str:
     return hashlib.sha256(str(size).encode() + b"\0" + footer).hexdigest()
 
 
-def _digest_of(digests: list[str]) -> str:
-    return digests[0] if len(digests) == 1 else hashlib.sha256("\n".join(digests).encode()).hexdigest()
-
-
 def _sha256(paths: list[Path]) -> str:
     """SHA-256 of one file, or of the sorted per-file digests of a dataset."""
-    digests = []
-    for p in sorted(paths):
-        h = hashlib.sha256()
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 22), b""):
-                h.update(block)
-        digests.append(h.hexdigest())
-    if len(digests) == 1:
-        return digests[0]
-    return "sha256-of-files:" + _digest_of(digests)
+    digests = [sha256_file(p) for p in paths]
+    return digests[0] if len(digests) == 1 else "sha256-of-files:" + sha256_of_digests(digests)
 
 

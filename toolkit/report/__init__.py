@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kvir.report.model import IncidentModel, build_model
 from kvir.report.render import ARTIFACTS, FORMATS, ReportResult, report
-from kvir.report.spec_facts import ensure_spec_facts, store_spec_facts
+from kvir.case.spec_tables import ensure_spec_facts, store_spec_facts
 
 __all__ = ["ARTIFACTS", "FORMATS", "IncidentModel", "ReportResult", "build_model", "ensure_spec_facts", "report",
            "store_spec_facts"]

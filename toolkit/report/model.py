@@ -16,9 +16,10 @@ from typing import Any
 from kvir.rules.trigger import FORMULA, Trigger
 from kvir.case.store import Case
 from kvir.core.errors import KvirError
+from kvir.core.files import sha256_file
 from kvir.core.sql import load
 from kvir.report.disclosure import Disclosure, parse_disclosure
-from kvir.report.spec_facts import read_disclosure
+from kvir.case.spec_tables import read_disclosure
 
 UTC = dt.timezone.utc
 
@@ -552,17 +553,10 @@ def case_input_hashes(case: Case) -> dict[str, Any]:
     for name in ("case.duckdb", "manifest.json"):
         p = Path(case.path) / name
         if p.exists():
-            out[name] = {"sha256": _sha256_file(p), "bytes": p.stat().st_size}
+            out[name] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
     spec = case.manifest.get("incident_spec")
     if spec:
         out["incident_spec"] = spec
     out["log_inputs"] = case.manifest.get("inputs") or []
     return out
 
-
-def _sha256_file(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()

@@ -35,10 +35,11 @@ from markupsafe import Markup
 from kvir import __version__
 from kvir.case.store import Case, open_case
 from kvir.core.errors import KvirError
+from kvir.core.files import sha256_file
 from kvir.case.export import neutralise_cell
 from kvir.report.machine import csaf_filename, machine_values
 from kvir.report.model import IncidentModel, build_model, case_input_hashes, iso
-from kvir.report.spec_facts import ensure_spec_facts
+from kvir.case.spec_tables import ensure_spec_facts
 from kvir.report.timeline import store_timeline
 from kvir.report.validate import VALIDATORS, Validation
 
@@ -155,9 +156,6 @@ def slug(account_id: str) -> str:
     base = re.sub(r"[^A-Za-z0-9._-]+", "_", account_id).strip("._-")[:40] or "account"
     return f"{base}-{hashlib.sha256(account_id.encode()).hexdigest()[:10]}"
 
-
-def _sha256(p: Path) -> str:
-    return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
 # ----------------------------------------------------------------------------------------- renderer
@@ -460,7 +458,7 @@ def _carry_over(out: Path, written: list[Artifact]) -> list[Artifact]:
     keep = list(written)
     for a in _previous_manifest(out).get("artifacts", []):
         p = out / a["path"]
-        if a["path"] in seen or a["path"] == "index.html" or not p.exists() or _sha256(p) != a.get("sha256"):
+        if a["path"] in seen or a["path"] == "index.html" or not p.exists() or sha256_file(p) != a.get("sha256"):
             continue
         keep.append(Artifact(a["path"], a["group"], a["title"], a["kind"], a.get("run", "")))
         seen.add(a["path"])
@@ -481,7 +479,7 @@ def _write_manifest(case: Case, out: Path, model: IncidentModel, artifacts: list
     entries = []
     for a in artifacts + [Artifact("index.html", "Index", "Index", "HTML", gen_at)]:
         p = out / a.path
-        entries.append({**asdict(a), "sha256": _sha256(p), "bytes": p.stat().st_size})
+        entries.append({**asdict(a), "sha256": sha256_file(p), "bytes": p.stat().st_size})
     c = model.counts
     numbers = {k: {"value": (iso(v) if isinstance(v, dt.datetime) else v), "query": c.query}
                for k, v in asdict(c).items() if k != "query"}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kvir.case.store import Case
+from kvir.case.spec_tables import record_spec
 from kvir.core.errors import InputError, TooManyBadLines
 from kvir.case.export import write_csv, write_parquet
 from kvir.ingest.run import IngestOptions, ingest, plan_sources
@@ -84,7 +85,7 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
     reporter = Reporter(enabled=progress)
     try:
         with reporter.session():
-            _record_spec(case, spec)
+            record_spec(case, spec)
             ingest(case, sources, opts, reporter)
             _refuse_naive_without_zone(case)
             pool_in_effect = False
@@ -145,32 +146,6 @@ def _scope_counts(case: Case, params: dict[str, Any]) -> tuple[int, int | None]:
         return total, case.run("triage/in_scope", params, fetch=True)[0][0]
     total = case.con.execute("SELECT coalesce(sum(n), 0) FROM source_counts WHERE kind = 'request'").fetchone()[0]
     return int(total), None
-
-
-def _record_spec(case: Case, spec: IncidentSpec) -> None:
-    case.con.execute("CREATE OR REPLACE TABLE account_rules (account_id VARCHAR PRIMARY KEY, label VARCHAR, "
-                     "reason VARCHAR, exclude BOOLEAN)")
-    for a in spec.accounts:
-        case.con.execute("INSERT INTO account_rules VALUES ($id, $label, $reason, $exclude)",
-                         {"id": a.account_id, "label": a.label, "reason": a.reason, "exclude": a.exclude})
-    case.con.execute("CREATE OR REPLACE TABLE incident (key VARCHAR, value VARCHAR)")
-    facts = {"id": spec.id, "title": spec.title, "models": json.dumps(list(spec.models)),
-             "window_start": spec.window_start.isoformat(), "window_end": spec.window_end.isoformat(),
-             "pool_tokens": str(spec.trigger.pool_tokens), "context_tokens": str(spec.trigger.context_tokens),
-             "rule": spec.trigger.rule, "engine_limit": str(spec.trigger.engine_limit),
-             "awareness_time": spec.awareness_time.isoformat() if spec.awareness_time else "",
-             "spec_path": str(spec.path) if spec.path else ""}
-    for k, v in facts.items():
-        case.con.execute("INSERT INTO incident VALUES ($k, $v)", {"k": k, "v": v})
-    # hand events and [disclosure] go into the case too, so reports re-render from the case alone
-    from kvir.report.spec_facts import store_spec_facts
-
-    store_spec_facts(case, spec)
-    if spec.path:
-        import hashlib
-
-        case.manifest["incident_spec"] = {"path": str(spec.path),
-                                          "sha256": hashlib.sha256(spec.path.read_bytes()).hexdigest()}
 
 
 def _refuse_naive_without_zone(case: Case) -> None:

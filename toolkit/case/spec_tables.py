@@ -1,28 +1,24 @@
-"""The parts of incident.toml a report needs that triage does not store: hand events and [disclosure].
+"""The incident spec inside the case (tables: queries/case/spec_tables.sql): every later stage and report
+reads the case alone, so triage records the whole spec once with `record_spec`.
 
-Reports are rendered from the case alone, so these are copied into two case tables once:
-
-    hand_events(seq, ts, title, actor, category, description, visibility, source)
-    disclosure(key, value)            value is JSON text (strings, numbers, lists, tables)
-
-The incident's awareness_time (the GDPR clock) is stored in `disclosure` under `awareness_time`
-unless [disclosure] sets that key itself. Triage may call `store_spec_facts` right after it records
-the spec; `ensure_spec_facts` (called by kvir.report) does it on first use from the spec path and
-SHA-256 that triage recorded, and says so in the report when the file changed since.
+The incident's awareness_time (the GDPR clock) is stored in `disclosure` under `awareness_time` unless
+[disclosure] sets that key itself. `ensure_spec_facts` (called by kvir.report) re-reads hand events and
+[disclosure] from a spec given on the command line, or from the spec path triage recorded (and says so in
+the report when that file changed since).
 """
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 from kvir.case.store import Case
 from kvir.core.errors import KvirError
+from kvir.core.files import sha256_file
 from kvir.spec.model import IncidentSpec, load_spec
 
-TABLES = ("hand_events", "disclosure")
+SPEC_FACT_TABLES = ("hand_events", "disclosure")
 
 
 def _jsonable(v: Any) -> Any:
@@ -39,22 +35,49 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
-def store_spec_facts(case: Case, spec: IncidentSpec) -> None:
-    """Copy the spec's hand events and [disclosure] table into the case (replacing earlier copies)."""
+def record_spec(case: Case, spec: IncidentSpec) -> None:
+    """The whole spec into the case: incident facts, account rules, hand events, [disclosure]."""
     con = case.con
-    con.execute("CREATE OR REPLACE TABLE hand_events (seq INTEGER, ts TIMESTAMPTZ, title VARCHAR, actor VARCHAR, "
-                "category VARCHAR, description VARCHAR, visibility VARCHAR, source VARCHAR)")
+    case.run("case/spec_tables")
+    for table in ("incident", "account_rules"):
+        con.execute(f"DELETE FROM {table}")   # kvir's own table names
+    for a in spec.accounts:
+        con.execute("INSERT INTO account_rules VALUES ($id, $label, $reason, $exclude)",
+                    {"id": a.account_id, "label": a.label, "reason": a.reason, "exclude": a.exclude})
+    t = spec.trigger
+    facts = {"id": spec.id, "title": spec.title, "models": json.dumps(list(spec.models)),
+             "window_start": spec.window_start.isoformat(), "window_end": spec.window_end.isoformat(),
+             "pool_tokens": str(t.pool_tokens), "context_tokens": str(t.context_tokens), "rule": t.rule,
+             "engine_limit": str(t.engine_limit),
+             "awareness_time": spec.awareness_time.isoformat() if spec.awareness_time else "",
+             "spec_path": str(spec.path) if spec.path else ""}
+    for k, v in facts.items():
+        con.execute("INSERT INTO incident VALUES ($k, $v)", {"k": k, "v": v})
+    _insert_spec_facts(case, spec)
+    if spec.path:
+        case.manifest["incident_spec"] = {"path": str(spec.path), "sha256": sha256_file(spec.path)}
+
+
+def store_spec_facts(case: Case, spec: IncidentSpec) -> None:
+    """Replace the case's hand events and [disclosure] with the spec's (kvir report --incident)."""
+    _insert_spec_facts(case, spec)
+
+
+def _insert_spec_facts(case: Case, spec: IncidentSpec) -> None:
+    con = case.con
+    case.run("case/spec_tables")
+    for table in SPEC_FACT_TABLES:
+        con.execute(f"DELETE FROM {table}")   # kvir's own table names
     for i, e in enumerate(spec.events):
         con.execute("INSERT INTO hand_events VALUES ($i, $ts, $title, $actor, $cat, $desc, $vis, $src)",
                     {"i": i, "ts": e.ts, "title": e.title, "actor": e.actor, "cat": e.category,
                      "desc": e.description, "vis": e.visibility, "src": f"incident.toml [[events]] #{i + 1}"})
-    con.execute("CREATE OR REPLACE TABLE disclosure (key VARCHAR PRIMARY KEY, value VARCHAR)")
     facts = dict(spec.disclosure)
     if spec.awareness_time is not None and "awareness_time" not in facts:
         facts["awareness_time"] = spec.awareness_time
     for k, v in facts.items():
         con.execute("INSERT INTO disclosure VALUES ($k, $v)", {"k": str(k), "v": json.dumps(_jsonable(v))})
-    sha = hashlib.sha256(spec.path.read_bytes()).hexdigest() if spec.path and spec.path.exists() else None
+    sha = sha256_file(spec.path) if spec.path and spec.path.exists() else None
     case.manifest["report_spec_facts"] = {"path": str(spec.path) if spec.path else None, "sha256": sha,
                                           "events": len(spec.events), "disclosure_keys": sorted(facts)}
 
@@ -69,19 +92,17 @@ def ensure_spec_facts(case: Case, spec: str | Path | IncidentSpec | None = None)
         s = spec if isinstance(spec, IncidentSpec) else load_spec(spec)
         store_spec_facts(case, s)
         return warnings
-    if all(case.has(t) for t in TABLES):
+    if all(case.has(t) for t in SPEC_FACT_TABLES):
         return warnings
     recorded = case.manifest.get("incident_spec") or {}
     path = recorded.get("path") or _incident_value(case, "spec_path")
     if not path or not Path(path).exists():
-        case.con.execute("CREATE OR REPLACE TABLE hand_events (seq INTEGER, ts TIMESTAMPTZ, title VARCHAR, "
-                         "actor VARCHAR, category VARCHAR, description VARCHAR, visibility VARCHAR, source VARCHAR)")
-        case.con.execute("CREATE OR REPLACE TABLE disclosure (key VARCHAR PRIMARY KEY, value VARCHAR)")
+        case.run("case/spec_tables")
         warnings.append("no hand events or [disclosure] keys: the case holds none and the incident spec "
                         f"({path or 'not recorded'}) cannot be read; pass it with --incident")
         return warnings
     p = Path(path)
-    sha = hashlib.sha256(p.read_bytes()).hexdigest()
+    sha = sha256_file(p)
     if recorded.get("sha256") and recorded["sha256"] != sha:
         warnings.append(f"{p} changed since triage (SHA-256 {recorded['sha256'][:12]}… then, {sha[:12]}… now): "
                         "hand events and [disclosure] were taken from the current file")
