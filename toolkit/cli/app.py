@@ -93,11 +93,12 @@ def formats() -> None:
     print_formats()
 
 
-# Commands of the later stages live in their own modules (kvir.cli.audit, .replay, .report, .demo), each
+# Commands of the later stages live in their own modules (kvir.cli.audit, .replay, .report, .demo, .probe, .serve), each
 # with register(app). Importing them is cheap: heavy imports happen inside the command functions.
 from kvir.cli import audit as _audit, demo as _demo, replay as _replay, report as _report  # noqa: E402
+from kvir.cli import probe as _probe, serve as _serve  # noqa: E402
 
-for _mod in (_audit, _replay, _report, _demo):
+for _mod in (_audit, _replay, _report, _demo, _probe, _serve):
     _mod.register(app)
 
 

@@ -21,7 +21,15 @@ def _server(cfg: ServeConfig, host: str, port: int, log_level: str):
 
 
 def serve(cfg: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Serve until interrupted (Ctrl-C / SIGTERM)."""
+    """Serve until interrupted (Ctrl-C / SIGTERM). Request lines (ids, tenants, counts) go to stderr."""
+    import logging
+
+    log = logging.getLogger("kvir.serve")
+    if not log.handlers:
+        h = logging.StreamHandler()
+        h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(h)
+        log.setLevel(logging.INFO if log_level in ("info", "debug", "trace") else logging.WARNING)
     server, engine = _server(cfg, host, port, log_level)
     try:
         server.run()
