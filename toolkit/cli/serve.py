@@ -48,6 +48,7 @@ def serve_command(
     tenant: Annotated[Optional[list[str]], typer.Option("--tenant", help="NAME=VAR: the API key in environment variable VAR is tenant NAME (repeatable; without it every key is its own tenant).")] = None,
     usage_from: Annotated[str, typer.Option("--usage-from", help="usage.prompt_tokens as decode counts it (the prompt) or prefill (1 for the stub).")] = "decode",
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    threads: Annotated[int, typer.Option("--threads", help="torch threads (small requests spend their time in per-operation overhead: one is fastest).")] = 1,
 ) -> None:
     from kvir.cli.present import fail
     from kvir.core.progress import stderr
@@ -79,4 +80,4 @@ def serve_command(
                  markup=False)
     from kvir.serve.run import serve
 
-    serve(cfg, host=host, port=port, log_level=log_level)
+    serve(cfg, host=host, port=port, log_level=log_level, threads=threads)

@@ -154,9 +154,17 @@ class ProbeOptions:
 
     @property
     def base_url(self) -> str:
-        """The API root: a trailing /v1 is dropped (the probe adds /v1/... and the engine's own routes)."""
-        e = self.endpoint.rstrip("/")
-        return e[:-3] if e.endswith("/v1") else e
+        """The API root without query: a trailing /v1 is dropped (the probe adds /v1/... and the engine's
+        own routes such as /tokenize)."""
+        u = urllib.parse.urlsplit(self.endpoint)
+        path = u.path.rstrip("/")
+        path = path[:-3] if path.endswith("/v1") else path
+        return urllib.parse.urlunsplit((u.scheme, u.netloc, path, "", ""))
+
+    @property
+    def query_params(self) -> list[tuple[str, str]]:
+        """A gateway's query parameters, sent with every request (never shown)."""
+        return urllib.parse.parse_qsl(urllib.parse.urlsplit(self.endpoint).query, keep_blank_values=True)
 
     def describe(self) -> dict:
         return {"endpoint": self.safe_endpoint, "model": self.model, "engine": self.engine, "api": self.api,

@@ -82,7 +82,7 @@ class Client:
         self.sem = asyncio.Semaphore(opts.concurrency)
         self._seq = 0
         self.run_id = run_id
-        self.http = httpx.AsyncClient(headers=opts.common_headers(), follow_redirects=False,
+        self.http = httpx.AsyncClient(headers=opts.common_headers(), params=opts.query_params, follow_redirects=False,
                                       timeout=httpx.Timeout(opts.timeout_s),
                                       limits=httpx.Limits(max_connections=max(2, opts.concurrency + 2)))
         self._rng = random.Random()

@@ -20,9 +20,16 @@ def _server(cfg: ServeConfig, host: str, port: int, log_level: str):
     return uvicorn.Server(config), engine
 
 
-def serve(cfg: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Serve until interrupted (Ctrl-C / SIGTERM). Request lines (ids, tenants, counts) go to stderr."""
+def serve(cfg: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info",
+          threads: int | None = None) -> None:
+    """Serve until interrupted (Ctrl-C / SIGTERM). Request lines (ids, tenants, counts) go to stderr.
+    `threads`: torch's intra-op threads for this process (small requests are fastest on one)."""
     import logging
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
 
     log = logging.getLogger("kvir.serve")
     if not log.handlers:
