@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvir.probe.result import CHECK_RULE, CHECK_TITLE, EXPOSED, NOT_EXPOSED, RULE, RULES, ProbeResult
+from kvir.probe.rules import CHECK_RULE, CHECK_TITLE, EXPOSED, NOT_EXPOSED, RULE, RULES
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "note"}
 SECURITY_SEVERITY = {"critical": "9.5", "high": "8.0", "medium": "5.5", "low": "3.0"}
 
 
-def to_sarif(r: ProbeResult) -> dict[str, Any]:
+def to_sarif(r) -> dict[str, Any]:
+    """`r`: a kvir.probe.result.ProbeResult."""
     from kvir import __version__
 
     rules = [{"id": x.rule_id, "name": x.name, "shortDescription": {"text": x.title}, "fullDescription": {"text": x.help},
