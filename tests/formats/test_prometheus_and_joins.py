@@ -37,7 +37,7 @@ def test_prometheus_engine_rule_uses_its_threshold(run_fixture):
 
 
 def test_aggregate_finding_is_printed_apart(run_fixture, capsys):
-    from kvir.cli.present import print_triage
+    from kvir.cli.present.triage import print_triage
 
     r = run_fixture("prometheus")
     print_triage(r)

@@ -22,7 +22,7 @@ from kvir.case.store import Case
 from kvir.case.spec_tables import record_spec
 from kvir.core.errors import InputError, TooManyBadLines
 from kvir.case.export import write_csv, write_parquet
-from kvir.ingest.run import IngestOptions, ingest, plan_sources
+from kvir.ingest.run import IngestOptions, ingest, plan_inputs
 from kvir.core.progress import Reporter
 from kvir.spec.model import IncidentSpec, load_spec
 
@@ -80,13 +80,14 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
                          keep_raw=keep_raw, hash=hash)
     if join_tolerance_s is not None:
         opts.join_tolerance_s = float(join_tolerance_s)
-    sources = plan_sources(list(paths or []), spec, opts)
+    plan = plan_inputs(list(paths or []), spec, opts)
+    sources = plan.sources
     case = Case.create(out, memory_limit=memory_limit, threads=threads)
     reporter = Reporter(enabled=progress)
     try:
         with reporter.session():
             record_spec(case, spec)
-            ingest(case, sources, opts, reporter)
+            ingest(case, sources, opts, reporter, skipped=plan.skipped)
             _refuse_naive_without_zone(case)
             pool_in_effect = False
             if startup:
@@ -116,6 +117,7 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
                 "SELECT threshold_source, count(*) FROM triage_hits GROUP BY 1 ORDER BY 1").fetchall())
         counts = _source_rows(case)
         outputs = _export(case, keep_raw)
+        summary["inputs_skipped"] = len(plan.skipped)
         summary["seconds"] = round(time.perf_counter() - t0, 3)
         case.manifest["triage"] = {"summary": summary, "rule": spec.trigger.describe(),
                                    "other_rule": spec.trigger.describe(spec.trigger.other_rule)}
@@ -190,7 +192,8 @@ def _export(case: Case, keep_raw: bool) -> dict[str, Path]:
                                     columns=["source_file", "source_line", "format", "reason"] + (["raw"] if keep_raw else [])),
     }
     # joins of candidates / identities, and the aggregate finding from histograms: only when there are any
-    for name, table in (("evidence_joins.csv", "evidence_joins"), ("aggregate_findings.csv", "aggregate_findings")):
+    for name, table in (("evidence_joins.csv", "evidence_joins"), ("aggregate_findings.csv", "aggregate_findings"),
+                        ("skipped.csv", "skipped_inputs")):
         if case.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]:   # kvir table names
             out[name] = write_csv(case.con, table, p / name)
     return out
