@@ -147,18 +147,18 @@ def _audit(paths, inventory, case, source_tz, *, year, progress) -> AuditResult:
         finally:
             con.close()
     own = not isinstance(case, Case)
-    c = case if not own else (Case.open(case) if (Path(case) / "case.duckdb").exists()
-                              else Case.create(case, overwrite=False))
+    c = case if not own else (Case.open(case, staged=True) if (Path(case) / "case.duckdb").exists()
+                              else Case.create(case))
     try:
         with reporter.session():
             result = load_node_configs(c, paths, inventory=inventory, source_tz=source_tz, year=year,
                                        reporter=reporter if progress else None)
         c.save_manifest()
         _export(c)
+        if own:
+            c.commit()
+        result.case_path = c.path
         return result
-    except BaseException:
-        c.save_manifest()
-        raise
     finally:
         if own:
             c.close()

@@ -127,10 +127,11 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
         case.save_manifest()
         (case.path / "summary.json").write_text(json.dumps({"summary": summary, "sources": counts},
                                                            indent=2, default=str) + "\n")
+        case.commit()      # the complete new case replaces the old one in one step
     except BaseException:
-        case.save_manifest()
+        case.close()       # the staged work is dropped: an earlier case at `out` stays whole
         raise
-    result = TriageResult(case, spec, summary, counts, outputs)
+    result = TriageResult(case, spec, summary, counts, {k: case.path / v.name for k, v in outputs.items()})
     quarantined = sum(s["quarantined"] for s in counts)
     if max_bad_lines is not None and quarantined > max_bad_lines:
         raise TooManyBadLines(f"{quarantined} records quarantined, more than --max-bad-lines {max_bad_lines} "

@@ -106,7 +106,19 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
             if e.errno in _USER_ERRNOS:
                 fail(e)
             raise
+        except Exception as e:   # DuckDB reports a full or read-only disk as its own IOException
+            if type(e).__module__.startswith("duckdb") and _disk_problem(str(e)):
+                fail(f"the case's disk: {_disk_problem(str(e))} ({' '.join(str(e).split())[:300]})")
+            raise
     return run
+
+
+def _disk_problem(message: str) -> str | None:
+    for needle, what in (("No space left", "no space left on the device"), ("Read-only file system", "read-only file system"),
+                         ("Permission denied", "permission denied"), ("Disk quota", "disk quota exceeded")):
+        if needle in message:
+            return what
+    return None
 
 
 def echo(text: str) -> None:
