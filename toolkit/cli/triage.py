@@ -45,6 +45,7 @@ def triage(
     startup: Annotated[Optional[list[str]], typer.Option("--startup", help="Start-up logs (repeatable): judge each request by the pool in effect on its node at that time.")] = None,
     inventory: Annotated[Optional[Path], typer.Option("--inventory", help="Inventory TOML mapping start-up log files to nodes (with --startup).")] = None,
     join_tolerance: Annotated[float, typer.Option("--join-tolerance", help="Seconds within which evidence without a shared id is joined by time.")] = 2.0,
+    max_line_bytes: Annotated[Optional[int], typer.Option("--max-line-bytes", help="Quarantine records longer than this many bytes (default 16 MiB); the rest of the file is still read.")] = None,
 ) -> None:
     """Find the affected responses, the accounts and the nodes behind them."""
     from kvir.cli.present.triage import print_triage
@@ -54,7 +55,7 @@ def triage(
                         served_model=served_model, year=year, max_bad_lines=max_bad_lines,
                         keep_raw=keep_raw, hash=hash, progress=not quiet,
                         memory_limit=memory_limit, startup=startup or None, inventory=inventory,
-                        join_tolerance_s=join_tolerance)
+                        join_tolerance_s=join_tolerance, max_line_bytes=max_line_bytes)
     if not quiet:
         print_triage(result)
     if as_json:

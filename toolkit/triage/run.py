@@ -70,7 +70,8 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
            year: int | None = None, max_bad_lines: int | None = None, keep_raw: bool = False,
            hash: str = "auto", progress: bool = False, memory_limit: str | None = None,
            threads: int | None = None, startup: list[str | Path] | None = None,
-           inventory: str | Path | None = None, join_tolerance_s: float | None = None) -> TriageResult:
+           inventory: str | Path | None = None, join_tolerance_s: float | None = None,
+           max_line_bytes: int | None = None) -> TriageResult:
     """Run a triage into the case folder `out` and return its result (see module docstring)."""
     t0 = time.perf_counter()
     if hash not in ("auto", "full", "footer", "none"):
@@ -80,6 +81,10 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
                          keep_raw=keep_raw, hash=hash)
     if join_tolerance_s is not None:
         opts.join_tolerance_s = float(join_tolerance_s)
+    if max_line_bytes is not None:
+        if max_line_bytes < 1024:
+            raise InputError(f"--max-line-bytes must be at least 1024, not {max_line_bytes}")
+        opts.max_line_bytes = int(max_line_bytes)
     plan = plan_inputs(list(paths or []), spec, opts)
     sources = plan.sources
     case = Case.create(out, memory_limit=memory_limit, threads=threads)
