@@ -25,7 +25,7 @@ import hashlib
 import io
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
@@ -33,7 +33,7 @@ from typing import Any, Callable
 from markupsafe import Markup
 
 from kvir import __version__
-from kvir.case.store import Case, open_case
+from kvir.case.store import Case
 from kvir.core.errors import KvirError
 from kvir.core.files import sha256_file
 from kvir.case.export import neutralise_cell
@@ -363,13 +363,16 @@ def report(case: Case | str | Path, only: list[str] | tuple[str, ...] | None = N
     bad = [n for n in chosen if n not in ARTIFACTS]
     if bad:
         raise KvirError(f"unknown report(s) {', '.join(bad)}; expected any of {', '.join(ARTIFACTS)}", key="--only")
-    own = not isinstance(case, Case)
-    c = open_case(case) if own else case
+    if isinstance(case, Case):
+        return _report(case, chosen, format, spec)
+    c = Case.open(case, staged=True)     # rendered beside the case, swapped in when complete
+    staging = c.path
     try:
-        return _report(c, chosen, format, spec)
+        result = _report(c, chosen, format, spec)
+        c.commit()
+        return replace(result, out_dir=c.path / result.out_dir.relative_to(staging))
     finally:
-        if own:
-            c.close()
+        c.close()
 
 
 def _report(case: Case, chosen: list[str], fmt: str, spec: str | Path | None) -> ReportResult:
