@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvir.core.errors import KvirError
+from kvir.cli.present import echo_json, guarded, say
 
 HELP = """Is a live deployment exposed? One command against its OpenAI-compatible API:
 
@@ -52,6 +52,7 @@ def register(app: typer.Typer) -> None:
     app.command(name="probe", help=HELP)(probe_command)
 
 
+@guarded
 def probe_command(
     endpoint: Annotated[str, typer.Option("--endpoint", "-e", help="The OpenAI-compatible base URL (with or without /v1).")],
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="The model name to send (default: the first of /v1/models).")] = None,
@@ -81,25 +82,19 @@ def probe_command(
     case: Annotated[Optional[Path], typer.Option("--case", help="Record the run, its requests and findings in this case folder.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No plan, progress or tables on stderr.")] = False,
 ) -> None:
-    from kvir.cli.present import fail
-    from kvir.core.progress import stderr
+    from kvir.cli.present.probe import ProgressBar, print_result
     from kvir.probe.run import probe
 
     names = tuple(c.strip() for c in checks.split(",") if c.strip()) + (("timing",) if timing and "timing" not in checks else ())
-    bar = _Bar(enabled=not quiet and not dry_run)
-    try:
-        with bar:
-            result = probe(endpoint, model, pool=pool, context=context, engine=engine, api=api,
-                           headers=tuple(header or ()), header_env=tuple(header_env or ()), api_key_env=api_key_env,
-                           tenant_b_key_env=tenant_b_key_env, checks=names,
-                           tokenizer=str(tokenizer) if tokenizer else None, max_requests=max_requests,
-                           concurrency=concurrency, timeout_s=timeout, retries=retries, deadline_s=deadline,
-                           max_tokens=max_tokens, canary_max_tokens=canary_max_tokens, canary_rounds=canary_rounds,
-                           dry_run=dry_run, progress=not quiet, case=case,
-                           on_plan=None if quiet else bar.plan, on_progress=bar.update)
-    except KvirError as e:
-        fail(e)
-        return
+    with ProgressBar(enabled=not quiet and not dry_run) as bar:
+        result = probe(endpoint, model, pool=pool, context=context, engine=engine, api=api,
+                       headers=tuple(header or ()), header_env=tuple(header_env or ()), api_key_env=api_key_env,
+                       tenant_b_key_env=tenant_b_key_env, checks=names,
+                       tokenizer=str(tokenizer) if tokenizer else None, max_requests=max_requests,
+                       concurrency=concurrency, timeout_s=timeout, retries=retries, deadline_s=deadline,
+                       max_tokens=max_tokens, canary_max_tokens=canary_max_tokens, canary_rounds=canary_rounds,
+                       dry_run=dry_run, progress=not quiet, case=case,
+                       on_plan=None if quiet else bar.plan, on_progress=bar.update)
     doc = result.as_json()
     if output is not None:
         output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
@@ -109,95 +104,7 @@ def probe_command(
         print_result(result)
         for what, p in (("JSON", output), ("SARIF", sarif), ("case", case)):
             if p is not None:
-                stderr.print(f"{what}: {p}", highlight=False)
+                say(f"{what}:", str(p))
     if as_json:
-        typer.echo(json.dumps(doc, indent=2, default=str))
+        echo_json(doc)
     raise typer.Exit(code=0 if dry_run else result.exit_code)
-
-
-class _Bar:
-    """The plan table when it is known, then one progress bar over the planned requests."""
-
-    def __init__(self, enabled: bool):
-        self.enabled, self.progress, self.task = enabled, None, None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
-    def plan(self, plan: dict) -> None:
-        print_plan(plan)
-        if self.enabled and self.progress is None:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            from kvir.core.progress import stderr
-
-            self.progress = Progress(TextColumn("[bold]probe requests"), BarColumn(), MofNCompleteColumn(),
-                                     TimeElapsedColumn(), console=stderr, transient=False)
-            self.progress.start()
-            self.task = self.progress.add_task("probe", total=plan["planned_requests"])
-        elif self.progress is not None:
-            self.progress.update(self.task, total=plan["planned_requests"])
-
-    def update(self, sent: int, planned: int) -> None:
-        if self.progress is not None:
-            self.progress.update(self.task, completed=sent, total=max(planned, sent))
-
-
-def print_plan(plan: dict) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from kvir.core.progress import stderr
-
-    t = Table(title="Probe plan" + ("" if plan["facts_known"] else " (before anything is sent)"), title_justify="left")
-    for c in ("phase", "requests", "what"):
-        t.add_column(c, justify="right" if c == "requests" else "left", overflow="fold")
-    for p in plan["phases"]:
-        t.add_row(p["phase"], str(p["requests"]), escape(p["what"]))
-    t.add_row("[bold]budget[/]", f"{plan['planned_requests']}",
-              f"planned; at most {plan['max_with_retries']} with {plan['retries']} retries each; "
-              f"--max-requests {plan['max_requests']}, --deadline {plan['deadline_s']:g} s, "
-              f"--timeout {plan['timeout_s']:g} s, --concurrency {plan['concurrency']}")
-    lengths = plan["lengths"]
-    t.add_row("lengths", "", escape(lengths if isinstance(lengths, str) else
-                                    ", ".join(f"{x['tokens']:,} ({x['label']})" for x in lengths)))
-    t.add_row("rule", "", escape(plan["rule"]))
-    stderr.print(t)
-    if plan.get("warning"):
-        stderr.print(f"[yellow]warning:[/] {escape(plan['warning'])}", highlight=False)
-
-
-def print_result(result) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from kvir.core.progress import stderr
-
-    colour = {"exposed": "bold red", "not exposed": "bold green", "inconclusive": "bold yellow"}
-    f = result.facts or {}
-    stderr.print(f"server: engine {f.get('engine')} {f.get('version') or ''}, context {f.get('context')}, pool "
-                 f"{f.get('pool')}, max_req_input_len {f.get('max_req_input_len')}, PD mode {f.get('pd_mode')}",
-                 highlight=False, markup=False)
-    t = Table(title="Checks", title_justify="left")
-    for c in ("check", "verdict", "why"):
-        t.add_column(c, overflow="fold")
-    for c in result.checks:
-        t.add_row(c.name, f"[{colour[c.verdict]}]{c.verdict}[/]", escape(c.reason))
-    stderr.print(t)
-    if result.findings:
-        ft = Table(title="Findings (ids, lengths and hashes only)", title_justify="left")
-        for c in ("rule", "severity", "finding"):
-            ft.add_column(c, overflow="fold")
-        for x in result.findings[:40]:
-            ft.add_row(x.rule_id, x.severity, escape(x.message))
-        if len(result.findings) > 40:
-            ft.add_row("…", "", f"{len(result.findings) - 40} more in --json / --output")
-        stderr.print(ft)
-    for n in result.notes:
-        stderr.print(f"note: {escape(n)}", highlight=False)
-    stderr.print(f"[{colour[result.verdict]}]verdict: {result.verdict}[/] ({escape(result.reason)}); "
-                 f"{result.sent} requests in {result.wall_s:.1f} s", highlight=False)

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from kvir.cli.present import guarded, say
 from kvir.core.errors import KvirError
 
 HELP = """Serve the replay engine behind an OpenAI-compatible API: a target on
@@ -35,6 +36,7 @@ def register(app: typer.Typer) -> None:
     app.command(name="serve", help=HELP)(serve_command)
 
 
+@guarded
 def serve_command(
     build: Annotated[str, typer.Option("--build", "-b", help="SGLang build: 0.5.19, 0.5.20, 0.5.21, leaking, fixed, or a version.")] = "leaking",
     pool: Annotated[int, typer.Option("--pool", help="Prefill KV pool in tokens (SGLang's max_total_num_tokens).")] = 4096,
@@ -50,34 +52,27 @@ def serve_command(
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
     threads: Annotated[int, typer.Option("--threads", help="torch threads (small requests spend their time in per-operation overhead: one is fastest).")] = 1,
 ) -> None:
-    from kvir.cli.present import fail
-    from kvir.core.progress import stderr
     from kvir.serve.engine import ServeConfig
 
-    try:
-        keys = {}
-        for t in tenant or ():
-            name, sep, var = t.partition("=")
-            if not sep or not name.strip() or not var.strip():
-                raise KvirError(f"--tenant must look like NAME=VAR, not {t[:60]!r}")
-            key = os.environ.get(var.strip())
-            if not key:
-                raise KvirError(f"environment variable {var.strip()} is not set (or empty)", key="--tenant")
-            keys[key] = name.strip()
-        cfg = ServeConfig(build=build, pool=pool, context=context, decode_pool=decode_pool, page_size=page_size,
-                          free_list=free_list, model=model, usage_from=usage_from, tenants=keys)
-        cfg.check()
-        b = cfg.resolved()
-    except KvirError as e:
-        fail(e)
-        return
+    keys = {}
+    for t in tenant or ():
+        name, sep, var = t.partition("=")
+        if not sep or not name.strip() or not var.strip():
+            raise KvirError(f"--tenant must look like NAME=VAR, not {t[:60]!r}")
+        key = os.environ.get(var.strip())
+        if not key:
+            raise KvirError(f"environment variable {var.strip()} is not set (or empty)", key="--tenant")
+        keys[key] = name.strip()
+    cfg = ServeConfig(build=build, pool=pool, context=context, decode_pool=decode_pool, page_size=page_size,
+                      free_list=free_list, model=model, usage_from=usage_from, tenants=keys)
+    cfg.check()
+    b = cfg.resolved()
     if host not in ("127.0.0.1", "localhost", "::1"):
-        stderr.print(f"[yellow]warning:[/] binding {host}: kvir serve is a test target that returns other tenants' "
-                     "text by design; keep it off shared networks", highlight=False)
-    stderr.print(f"kvir serve: SGLang {b.name} ({b.behaviour}); pool {pool:,}, context {context:,}, decode pool "
-                 f"{cfg.decode_tokens:,}, page {page_size}, free list {free_list}; model {model}; tenants: "
-                 f"{', '.join(sorted(keys.values())) or 'one per API key'}; http://{host}:{port}", highlight=False,
-                 markup=False)
+        say(f"warning: binding {host}: kvir serve is a test target that returns other tenants' text by design; "
+            "keep it off shared networks", style="yellow")
+    say(f"kvir serve: SGLang {b.name} ({b.behaviour}); pool {pool:,}, context {context:,}, decode pool "
+        f"{cfg.decode_tokens:,}, page {page_size}, free list {free_list}; model {model}; tenants: "
+        f"{', '.join(sorted(keys.values())) or 'one per API key'}; http://{host}:{port}")
     from kvir.serve.run import serve
 
     serve(cfg, host=host, port=port, log_level=log_level, threads=threads)
