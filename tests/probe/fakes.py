@@ -7,6 +7,9 @@
     mode "429"   the fault routes answer 429 with Retry-After: 1
     cache        "none", "shared" (a prompt seen before from anyone is fast), "tenant" (fast only for the
                  tenant that sent it before): slow 0.08 s, fast 0.01 s
+    tokenizer    a tokenizer.json path: prompts are counted with it and /tokenize answers 404 (the probe
+                 must count locally)
+    require      (header, value): every request without it gets 401 (a gateway)
 Every request is recorded: (monotonic time, path, X-Request-Id, status).
 """
 from __future__ import annotations
@@ -24,8 +27,16 @@ from kvir.serve.tokenizer import encode
 CONTEXT = 256
 
 
-def fake_app(mode: str = "ok", fault_paths: tuple[str, ...] = ("/v1/completions",), cache: str = "none") -> FastAPI:
+def fake_app(mode: str = "ok", fault_paths: tuple[str, ...] = ("/v1/completions",), cache: str = "none",
+             tokenizer: str | None = None, require: tuple[str, str] | None = None) -> FastAPI:
     app = FastAPI()
+    if tokenizer:
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(tokenizer)
+        count = lambda text: len(tok.encode(text).ids)       # noqa: E731
+    else:
+        count = lambda text: len(encode(text))               # noqa: E731
     app.state.log = []
     seen: set[str] = set()
     lock = threading.Lock()
@@ -35,6 +46,12 @@ def fake_app(mode: str = "ok", fault_paths: tuple[str, ...] = ("/v1/completions"
         t = time.monotonic()
         path = request.url.path
         rid = request.headers.get("x-request-id")
+        if require and request.headers.get(require[0]) != require[1]:
+            app.state.log.append((t, path, rid, 401))
+            return JSONResponse({"error": {"message": "gateway: missing header", "code": 401}}, status_code=401)
+        if tokenizer and path == "/tokenize":
+            app.state.log.append((t, path, rid, 404))
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
         if mode != "ok" and (path in fault_paths or "*" in fault_paths):
             if mode == "5xx":
                 resp = JSONResponse({"error": {"message": "upstream unavailable", "code": 503}}, status_code=503)
@@ -68,7 +85,7 @@ def fake_app(mode: str = "ok", fault_paths: tuple[str, ...] = ("/v1/completions"
     async def completions(request: Request):
         body = await request.json()
         prompt = body.get("prompt") or ""
-        n = len(encode(prompt))
+        n = count(prompt)
         if n >= CONTEXT:
             return JSONResponse({"error": {"message": f"This model's maximum context length is {CONTEXT} tokens.",
                                            "type": "BadRequestError", "param": "input_tokens", "code": 400}},

@@ -68,3 +68,21 @@ def test_option_errors_are_one_line_with_status_2(monkeypatch):
         assert r.exit_code == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("kvir:"), (args, r.stderr)
     r = runner.invoke(app, ["serve", "--build", "nightly"])
     assert r.exit_code == 2 and "unknown build" in r.stderr
+
+
+def test_readme_section_command_uses_real_options():
+    """The README's one command for a responder: every option it uses is an option of `kvir probe`."""
+    import re
+    from pathlib import Path
+
+    import typer as _typer
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Is my deployment exposed?", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert len(block) == 1 and " kvir probe " in f" {block[0]}"
+    used = set(re.findall(r"(?<!\S)(--[a-z-]+)", block[0]))
+    cmd = _typer.main.get_command(app).commands["probe"]
+    known = {o for p in cmd.params for o in p.opts}
+    assert used and used <= known, used - known
+    assert {"--endpoint", "--api-key-env", "--tenant-b-key-env"} <= used

@@ -90,3 +90,16 @@ def test_vllm_log_names_each_served_request(vllm, probe_result):
         time.sleep(0.3)
     assert missing == []
     assert "CPU KV cache size: 1,048,576 tokens" in text
+
+
+def test_local_tokenizer_agrees_with_vllm(vllm, keys):
+    """The model's own tokenizer.json, counted locally (no /tokenize): vLLM reports the same prompt counts."""
+    pytest.importorskip("tokenizers")
+    import kvir
+
+    model_dir = Path(vllm.command[vllm.command.index("--model") + 1])
+    r = kvir.probe(vllm.url, SERVED_NAME, tokenizer=str(model_dir / "tokenizer.json"), checks=("length",),
+                   progress=False, timeout_s=300, **keys)
+    assert r.verdict == "not exposed", r.reason
+    served = [e for e in r.requests if e["http_status"] == 200]
+    assert served and all(e["prompt_tokens"] == e["sent_tokens"] for e in served)
