@@ -10,6 +10,7 @@
     tokenizer    a tokenizer.json path: prompts are counted with it and /tokenize answers 404 (the probe
                  must count locally)
     require      (header, value): every request without it gets 401 (a gateway)
+    sse_errors   a refused streamed request gets HTTP 200 and an SSE error event with code 400 (as SGLang does)
 Every request is recorded: (monotonic time, path, X-Request-Id, status).
 """
 from __future__ import annotations
@@ -28,7 +29,7 @@ CONTEXT = 256
 
 
 def fake_app(mode: str = "ok", fault_paths: tuple[str, ...] = ("/v1/completions",), cache: str = "none",
-             tokenizer: str | None = None, require: tuple[str, str] | None = None) -> FastAPI:
+             tokenizer: str | None = None, require: tuple[str, str] | None = None, sse_errors: bool = False) -> FastAPI:
     app = FastAPI()
     if tokenizer:
         from tokenizers import Tokenizer
@@ -86,6 +87,14 @@ def fake_app(mode: str = "ok", fault_paths: tuple[str, ...] = ("/v1/completions"
         body = await request.json()
         prompt = body.get("prompt") or ""
         n = count(prompt)
+        if n >= CONTEXT and body.get("stream") and sse_errors:
+            from fastapi.responses import StreamingResponse
+
+            async def refused():
+                yield (b'data: {"error": {"message": "The input is longer than the model\'s context length.", '
+                       b'"code": 400}}\n\n')
+                yield b"data: [DONE]\n\n"
+            return StreamingResponse(refused(), media_type="text/event-stream")
         if n >= CONTEXT:
             return JSONResponse({"error": {"message": f"This model's maximum context length is {CONTEXT} tokens.",
                                            "type": "BadRequestError", "param": "input_tokens", "code": 400}},

@@ -54,3 +54,17 @@ def test_429_waits_for_retry_after():
     assert retried, "the probe never retried a 429"
     for ts in retried:
         assert all(b - a >= 0.95 for a, b in zip(ts, ts[1:])), "a retry came before Retry-After (1 s)"
+
+
+def test_a_streamed_refusal_as_http_200_with_an_error_event_counts_as_refused(keys):
+    """SGLang answers a refused streamed request with HTTP 200 and an SSE error event carrying code 400."""
+    app = fake_app("ok", sse_errors=True)
+    with AppThread(app) as srv:
+        r = kvir.probe(srv.url, progress=False, max_requests=80, engine="vllm", **keys)
+        unknown = kvir.probe(srv.url, progress=False, max_requests=80, checks=("canary",), **keys)
+    assert r.check("canary").verdict == "not exposed", r.check("canary").reason
+    streamed = [e for e in r.requests if e["stream"] and e["purpose"] == "over-limit"]
+    assert streamed and {e["http_status"] for e in streamed} == {400}
+    assert r.verdict == "not exposed"
+    # engine unknown: 250-255 tokens lie where only SGLang refuses; served there without a canary is undecided
+    assert unknown.verdict == "inconclusive" and "--engine" in unknown.check("canary").reason

@@ -113,7 +113,10 @@ async def canary_check(ctx: Context) -> CheckResult:
                            "over-limit prompt(s) without a definite answer", findings, items, stats)
     served = [s for s in probes if s.reply.ok]
     if served:
-        return CheckResult("canary", INCONCLUSIVE, f"{len(served)} over-limit prompt(s) were served and showed no canary: "
-                           "what they returned is unaccounted for", findings, items, stats)
+        why = f"{len(served)} over-limit prompt(s) were served and showed no canary: what they returned is unaccounted for"
+        if all((s.prompt.tokens or 0) < hard for s in served):
+            why += (f" (all under {hard:,}, where only SGLang's rule refuses; the engine is {ctx.facts.engine}: "
+                    "--engine tells the probe whose rule applies)")
+        return CheckResult("canary", INCONCLUSIVE, why, findings, items, stats)
     return CheckResult("canary", NOT_EXPOSED, f"{planted} canaries planted; all {len(probes)} over-limit prompts of "
                        f"{B.label} refused, and no output of {B.label} holds a canary fragment", findings, items, stats)

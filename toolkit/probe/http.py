@@ -151,6 +151,13 @@ class Client:
                     break
                 ev = _json(data.encode())
                 if isinstance(ev, dict):
+                    if isinstance(ev.get("error"), dict) or ev.get("object") == "error":
+                        # SGLang (and others) answer a refused streamed request with HTTP 200 and an error
+                        # event: the event's code is the real answer.
+                        err = ev["error"] if isinstance(ev.get("error"), dict) else ev
+                        code = err.get("code")
+                        status = code if isinstance(code, int) and 400 <= code < 600 else 500
+                        return status, r.headers, {"error": err, "sse_error_event": True}, None
                     chunks.append(ev)
             return r.status_code, r.headers, None, chunks
 
