@@ -124,3 +124,21 @@ def test_prefill_count_shows_the_placeholder(keys):
         r = kvir.probe(srv.url, progress=False, checks=("length",), **keys)
     assert r.verdict == "exposed"
     assert sorted(f.evidence["sent_tokens"] for f in r.findings if f.rule_id == "KVIR-P002") == [4090, 4091, 4096]
+
+
+def test_a_second_run_extends_the_case(leaking_run, keys, tmp_path):
+    """--case on an existing case adds the run beside the first (staged, swapped in whole)."""
+    import shutil
+
+    import duckdb
+
+    import kvir
+
+    case = tmp_path / "case"
+    shutil.copytree(leaking_run["case"], case)
+    r = kvir.probe("http://127.0.0.1:9", context=2048, engine="vllm", checks=("length",), progress=False,
+                   max_requests=5, timeout_s=0.5, retries=0, case=case)          # nothing listens: inconclusive
+    con = duckdb.connect(str(case / "case.duckdb"), read_only=True)
+    runs = dict(con.execute("SELECT run_id, verdict FROM probe_runs").fetchall())
+    con.close()
+    assert runs == {leaking_run["result"].run_id: "exposed", r.run_id: "inconclusive"}
