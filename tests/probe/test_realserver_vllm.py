@@ -51,7 +51,8 @@ def probe_result(vllm, keys):
 
     t = time.perf_counter()
     r = kvir.probe(vllm.url + "/v1", SERVED_NAME, progress=False, timeout_s=300, **keys)
-    r.notes.append(f"probe wall time {time.perf_counter() - t:.1f} s, vLLM ready after {vllm.ready_s:.0f} s")
+    wall = time.perf_counter() - t
+    print(f"\nvLLM ready after {vllm.ready_s:.0f} s; probe: {r.sent} requests in {wall:.1f} s, verdict {r.verdict}")
     return r
 
 
