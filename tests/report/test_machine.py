@@ -73,7 +73,8 @@ def test_csaf_validator_catches_a_broken_document(rendered):
     bad = copy.deepcopy(doc)
     bad["vulnerabilities"][0]["cwe"]["name"] = "Some Other Name"              # 6.1.11
     bad["vulnerabilities"][0]["product_status"]["fixed"] = ["CSAFPID-9999"]   # 6.1.1
-    _, ok, errors = validate_csaf(bad)
+    check = validate_csaf(bad)
+    ok, errors = check.valid, check.errors
     assert ok is False
     assert any(e.startswith("6.1.11") for e in errors) and any(e.startswith("6.1.1 ") for e in errors)
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvir import __version__
-from kvir.report.model import IncidentModel, iso
+from kvir.report.model import IncidentModel
+from kvir.report.times import iso
 
 
 def csaf_filename(tracking_id: str) -> str:
@@ -79,8 +80,8 @@ def machine_values(m: IncidentModel) -> MachineValues:
                f"were affected; context {f.context_tokens} tokens, prefill KV pool {f.pool_tokens} tokens.")
     inc_summary = (f"Between {window} (UTC), {c.affected} responses of {f.model} to prompts of "
                    f"{f.condition} may have contained text derived from other requests' KV-cache data. They "
-                   f"went to {c.affected_accounts} accounts: {c.customers} customer accounts ({c.customer_affected} "
-                   f"responses) and {c.labelled_affected} responses to the reporting researcher's and the provider's "
+                   f"went to {c.affected_accounts} accounts: {c.customer_accounts} customer accounts ({c.affected_customer} "
+                   f"responses) and {c.affected_labelled} responses to the reporting researcher's and the provider's "
                    f"own test accounts. Investigated window: {iso(f.window_start)} to {iso(f.window_end)}.")
     root = (f"Configuration: context length {f.context_tokens} tokens with a prefill KV pool of {f.pool_tokens} "
             f"tokens. Engine bug: {summary}")
