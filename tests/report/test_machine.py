@@ -65,7 +65,8 @@ def test_csaf_incident_facts(rendered):
     assert any(r["category"] == "external" for r in doc["document"]["references"])
     summary = doc["document"]["notes"][0]["text"]
     assert "10 responses" in summary and "4 customer accounts" in summary
-    assert "2026-08-27T06:15:00Z to 2026-09-09T13:55:00Z" in summary
+    assert "Between 2026-08-27 06:15 and 2026-09-09 13:55 UTC, 10 responses" in summary   # "between A and B"
+    assert "4 customer accounts (7 responses) and 2 labelled test accounts" in summary
 
 
 def test_csaf_validator_catches_a_broken_document(rendered):

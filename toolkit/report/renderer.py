@@ -140,8 +140,8 @@ class Renderer:
             doc = json.loads(text)
         except json.JSONDecodeError as e:   # a template bug: never write it as if it were a document
             raise KvirError(f"template {template} produced invalid JSON: {e}") from None
-        check = VALIDATORS[which](doc)
         body = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        check = VALIDATORS[which](json.loads(body))   # validate exactly what is written (keys sorted)
         if check.valid is False:
             bad = rel.removesuffix(".json") + ".invalid.json"
             self.write(bad, body, DISCLOSURE, title + " (FAILED validation)", "JSON")
