@@ -120,3 +120,30 @@ def test_demo_documents_have_no_recommended_warnings(demo_reports):
     index = (demo_reports / "index.html").read_text()
     assert index.count('<span class="badge ok">valid</span>') == 4 and "not validated" not in index
     assert "badge warn" not in index and "[disclosure] keys not set" not in index
+
+
+def test_response_day_figure_labels_do_not_overlap(demo_run):
+    """On the demo's response-day panel every event number and every key line stands apart from the others
+    (their drawn extents do not intersect), and each of the day's hand-entered events is in the key."""
+    import itertools
+
+    from kvir import open_case
+    from kvir.report.build import build_model
+    from kvir.report.figures import affected_time_figure
+
+    case = open_case(demo_run.case)
+    try:
+        model = build_model(case)
+    finally:
+        case.close()
+    fig, _ = affected_time_figure(model)
+    renderer = fig.canvas.get_renderer()
+    texts = [t for ax in fig.axes for t in ax.texts if t.get_text().strip()]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+    numbers = [b for b in boxes if b[0].isdigit()]
+    assert len(numbers) >= len(DAY)
+    for (a, ba), (b, bb) in itertools.combinations(boxes, 2):
+        assert not ba.overlaps(bb), (a[:40], b[:40])
+    key = "\n".join(t for t, _ in boxes if not t.isdigit())
+    for hhmm, title in DAY:
+        assert f"{hhmm}  {title}" in key, (hhmm, title)

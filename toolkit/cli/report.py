@@ -6,17 +6,19 @@ from typing import Annotated, Optional
 
 import typer
 
+from kvir.report.artifacts import help_text
+
+ONLY_HELP = help_text()   # every artifact `--only` accepts, from kvir.report.artifacts (tested to match)
+
 
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report_cmd(
         case: Annotated[Path, typer.Option("--case", "-c", help="The case folder (from `kvir triage`).")] = Path("case"),
-        only: Annotated[Optional[list[str]], typer.Option(
-            "--only", help="Render only these (repeatable): timeline, postmortem, public-report, advisory, csaf, "
-                           "osv, cve, notices, gdpr, figures.")] = None,
+        only: Annotated[Optional[list[str]], typer.Option("--only", help=ONLY_HELP)] = None,
         format: Annotated[str, typer.Option("--format", "-f", help="Prose documents as md, html or all.")] = "all",
         incident: Annotated[Optional[Path], typer.Option(
-            "--incident", "-i", help="Re-read hand events and [disclosure] from this incident.toml first.")] = None,
+            "--incident", "-i", help="Re-read hand events and \\[disclosure] from this incident.toml first.")] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary on stderr.")] = False,
     ) -> None:
         """Render the timeline, post-mortem, public report, advisory (CSAF, OSV, CVE), customer notices and the
@@ -39,6 +41,8 @@ def register(app: typer.Typer) -> None:
                 t.add_column(col)
             for v in result.validations:
                 res = "not validated" if v.valid is None else ("valid" if v.valid else f"INVALID ({len(v.errors)})")
+                if v.warnings:
+                    res += f", {len(v.warnings)} warning(s)"
                 t.add_row(v.document, v.validator, res)
             stderr.print(t)
             stderr.print(f"{len(result.artifacts)} artifacts; open {result.index}", highlight=False)

@@ -28,19 +28,19 @@ class ArtifactKind:
 PROSE_HTML = "document.html.j2"    # the HTML shell of every prose document (its Markdown, converted)
 
 KINDS: tuple[ArtifactKind, ...] = (
-    ArtifactKind("timeline", "incident timeline: Markdown, HTML, CSV and Timesketch JSONL",
+    ArtifactKind("timeline", "incident timeline as Markdown, HTML, CSV and Timesketch JSONL",
                  ("timeline.md.j2", "timeline.html.j2")),
-    ArtifactKind("postmortem", "internal post-mortem (Google SRE sections)", ("postmortem.md.j2", PROSE_HTML)),
+    ArtifactKind("postmortem", "internal post-mortem in Google SRE sections", ("postmortem.md.j2", PROSE_HTML)),
     ArtifactKind("public-report", "public incident report", ("public_report.md.j2", PROSE_HTML)),
     ArtifactKind("advisory", "coordinated-disclosure advisory for the engine bug", ("advisory.md.j2", PROSE_HTML)),
-    ArtifactKind("csaf", "CSAF 2.0 security advisory (engine) and incident response (provider)",
+    ArtifactKind("csaf", "CSAF 2.0 security advisory (engine bug) and incident response (provider)",
                  ("csaf_advisory.json.j2", "csaf_incident.json.j2")),
     ArtifactKind("osv", "OSV record for the engine bug", ("osv.json.j2",)),
     ArtifactKind("cve", "CVE 5.1 CNA container draft for the engine bug", ("cve_cna.json.j2",)),
-    ArtifactKind("notices", "per-account processor-to-controller notices (affected and source accounts)",
+    ArtifactKind("notices", "one processor-to-controller notice per affected account and per source account",
                  ("notice_affected.md.j2", "notice_source.md.j2", PROSE_HTML)),
     ArtifactKind("gdpr", "GDPR Art. 33 notification draft with its 72-hour clock", ("gdpr_art33.md.j2", PROSE_HTML)),
-    ArtifactKind("figures", "figures as PNG files (the HTML pages embed them)", ()),
+    ArtifactKind("figures", "the figures as PNG files, which the HTML pages embed", ()),
 )
 # rendered on every run, whatever --only says (every HTML page extends base.html.j2)
 INDEX_TEMPLATES = ("index.html.j2", "base.html.j2")
@@ -55,7 +55,7 @@ def kind(name: str) -> ArtifactKind:
 
 def help_text() -> str:
     """The `--only` help of `kvir report`: every artifact, named."""
-    return "Render only these (repeatable): " + "; ".join(f"{k.name} ({k.summary})" for k in KINDS) + "."
+    return "Render only these (repeatable): " + "; ".join(f"{k.name}: {k.summary}" for k in KINDS) + "."
 
 
 @dataclass

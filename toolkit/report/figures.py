@@ -145,6 +145,18 @@ def _event_marks(ax, events, x0, x1) -> list[str]:
 
 def affected_time(m: IncidentModel) -> Figure:
     plt = _plt()
+    fig, marks = affected_time_figure(m)
+    png = _png(fig)
+    plt.close(fig)
+    return Figure("affected_time", "Affected responses over time",
+                  f"{m.counts.affected:,} affected responses per hour (queries/report/affected_by_hour.sql) with "
+                  f"{len(marks)} timeline events; below: the day of the response, its events numbered.", png)
+
+
+def affected_time_figure(m: IncidentModel):
+    """(the matplotlib figure, the events marked on it): the whole period, and the day of the response with
+    its events numbered above the plot and listed in a key below it."""
+    plt = _plt()
     zoom = _zoom_range(m)
     marks = [e for e in m.timeline if e.kind in ("model-private", "model-public", "all-prefill-fixed",
                                                   "first-affected", "last-affected") or e.origin == "hand"]
@@ -187,11 +199,7 @@ def affected_time(m: IncidentModel) -> Figure:
             part = legend[col * key_rows:(col + 1) * key_rows]
             key.text(0.5 * col, 1.0, "\n".join(part), va="top", ha="left", fontsize=7.5, family="monospace",
                      transform=key.transAxes, linespacing=1.45)
-    png = _png(fig)
-    plt.close(fig)
-    return Figure("affected_time", "Affected responses over time",
-                  f"{m.counts.affected:,} affected responses per hour (queries/report/affected_by_hour.sql) with "
-                  f"{len(marks)} timeline events; below: the day of the response, its events numbered.", png)
+    return fig, marks
 
 
 def node_windows(m: IncidentModel) -> Figure:
