@@ -208,3 +208,13 @@ def test_bad_disclosure_keys_name_the_key():
         parse_disclosure({"cvss_v3": "CVSS:3.1/AV:N/AC:H"}, "X")
     with pytest.raises(KvirError, match=r"disclosure\.csaf_base_url"):
         parse_disclosure({"csaf_base_url": "http://insecure.example.com/csaf/"}, "X")
+
+
+def test_the_validators_are_default_dependencies():
+    """A plain `pip install kvir` (no extras) brings every validator the report runs, so the documents of
+    the README's first command are validated ("valid" per document in the index, no "not installed")."""
+    from importlib.metadata import requires
+
+    plain = {r.split(";")[0].split(">")[0].split("=")[0].strip().lower() for r in requires("kvir") or []
+             if "extra ==" not in r}
+    assert {"csaf", "cvelib", "jsonschema"} <= plain
