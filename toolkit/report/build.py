@@ -14,7 +14,7 @@ from kvir.core.errors import KvirError
 from kvir.core.files import sha256_file
 from kvir.report.disclosure import parse_disclosure
 from kvir.report.model import COUNT_COLUMNS, Counts, Facts, IncidentModel
-from kvir.report.read import evidence, grouped, rows, shown_path
+from kvir.report.read import evidence, grouped, home, rows, shown_path
 from kvir.report.records import (AccountExposure, AffectedResponse, Finding, HistogramBin, Indicator, NodeExposure,
                                  NodeFix, ReplaySummary, ReplayVerdict, SourceExposure, SourceRequest, Stage,
                                  TrafficGap)
@@ -26,19 +26,19 @@ BINS_PER_DECADE = 10
 
 def _facts(case: Case) -> Facts:
     if not case.has("incident"):
-        raise KvirError("the case has no `incident` table: run `kvir triage` first", path=str(case.path))
+        raise KvirError("the case has no `incident` table: run `kvir triage` first", path=str(home(case)))
     kv = dict(case.con.execute("SELECT key, value FROM incident").fetchall())
     need = ("id", "title", "models", "window_start", "window_end", "pool_tokens", "context_tokens", "rule")
     missing = [k for k in need if k not in kv]
     if missing:
-        raise KvirError(f"the case's incident table lacks {', '.join(missing)}", path=str(case.path))
+        raise KvirError(f"the case's incident table lacks {', '.join(missing)}", path=str(home(case)))
     tri = case.manifest.get("triage") or {}
     return Facts(
         id=kv["id"], title=kv["title"], models=tuple(json.loads(kv["models"])),
         window_start=utc(kv["window_start"]), window_end=utc(kv["window_end"]),
         pool_tokens=int(kv["pool_tokens"]), context_tokens=int(kv["context_tokens"]), rule=kv["rule"],
         rule_text=tri.get("rule", kv["rule"]), other_rule_text=tri.get("other_rule", ""),
-        spec_path=shown_path(kv.get("spec_path", ""), case.path),
+        spec_path=shown_path(kv.get("spec_path", ""), home(case)),
         awareness_time=utc(kv["awareness_time"]) if kv.get("awareness_time") else None,
     )
 
@@ -47,7 +47,7 @@ def _counts(case: Case, warns: list[str]) -> Counts:
     """The triage's headline counts (table triage_summary), exactly as `kvir triage` printed them."""
     if not case.has("triage_summary"):
         raise KvirError("the case has no `triage_summary` table (triaged by an older kvir): run `kvir triage` "
-                        "again", path=str(case.path))
+                        "again", path=str(home(case)))
     h = rows(case, "headline")[0]
     if int(h["affected_now"]) != int(h["affected"]):
         warns.append(f"the triage summary says {h['affected']} affected responses, the case's affected table now "
@@ -88,7 +88,7 @@ def _accounts(case: Case, replay_ran: bool) -> list[AccountExposure]:
 
 def _audit(case: Case) -> tuple[list[NodeFix], list[Finding], list[Indicator]]:
     def ev(r: dict[str, Any], prefix: str) -> str:
-        return evidence(r[f"{prefix}_file"], r[f"{prefix}_line"], case.path)
+        return evidence(r[f"{prefix}_file"], r[f"{prefix}_line"], home(case))
 
     fixes = [NodeFix(r["node"], r["role"], int(r["starts"]), utc(r["vulnerable_from"]), r["vulnerable_pool"],
                      r["vulnerable_context"], ev(r, "vulnerable"), utc(r["fixed_at"]), r["fixed_version"],
@@ -127,8 +127,8 @@ def _traffic_gap(case: Case, facts: Facts, search_from, minutes: float) -> Traff
     if not found:
         return None
     g = found[0]
-    return TrafficGap(g["before_id"], utc(g["before_ts"]), evidence(g["before_file"], g["before_line"], case.path),
-                      g["after_id"], utc(g["after_ts"]), evidence(g["after_file"], g["after_line"], case.path),
+    return TrafficGap(g["before_id"], utc(g["before_ts"]), evidence(g["before_file"], g["before_line"], home(case)),
+                      g["after_id"], utc(g["after_ts"]), evidence(g["after_file"], g["after_line"], home(case)),
                       float(g["gap_s"]))
 
 
@@ -149,7 +149,7 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
                      + " (see the keys in `kvir init`'s template)")
     for k in NEEDED_TABLES:
         if not case.has(k):
-            raise KvirError(f"the case has no `{k}` table: run `kvir triage` first", path=str(case.path))
+            raise KvirError(f"the case has no `{k}` table: run `kvir triage` first", path=str(home(case)))
     window = {"models": list(facts.models), "window_start": facts.window_start, "window_end": facts.window_end}
     counts = _counts(case, warns)
     stages = _stages(case)
@@ -169,7 +169,7 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
         facts=facts, counts=counts, accounts=accounts, nodes=nodes, node_fixes=node_fixes, findings=findings,
         indicators=indicators, replay=replay, stages=stages, disclosure=disclosure, histogram=hist,
         by_hour=by_hour, traffic_gap=gap, traffic_gap_query="queries/report/traffic_gap.sql",
-        warnings=warns, case_path=case.path.name, case_inputs=list(case.manifest.get("inputs") or []),
+        warnings=warns, case_path=home(case).name, case_inputs=list(case.manifest.get("inputs") or []),
     )
     model.timeline = build_timeline(case, model)
     model.queries = list(case.log.entries[logged:])
@@ -186,8 +186,8 @@ def case_input_hashes(case: Case) -> dict[str, Any]:
             out[name] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
     spec = case.manifest.get("incident_spec")
     if spec:
-        out["incident_spec"] = {**spec, "path": shown_path(spec.get("path"), case.path)}
-    out["log_inputs"] = [_shown_input(s, case.path) for s in case.manifest.get("inputs") or []]
+        out["incident_spec"] = {**spec, "path": shown_path(spec.get("path"), home(case))}
+    out["log_inputs"] = [_shown_input(s, home(case)) for s in case.manifest.get("inputs") or []]
     return out
 
 

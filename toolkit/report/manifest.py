@@ -15,6 +15,7 @@ from kvir.core.files import sha256_file
 from kvir.report.artifacts import Artifact
 from kvir.report.build import case_input_hashes
 from kvir.report.model import IncidentModel
+from kvir.report.read import home
 from kvir.report.times import iso
 from kvir.report.validate import Validation
 
@@ -79,7 +80,7 @@ def write_manifest(case: Case, out: Path, model: IncidentModel, artifacts: list[
                for k, v in asdict(c).items() if k != "query"}
     numbers["per_million"] = {"value": c.per_million, "query": c.query}
     manifest = {
-        "kvir_version": __version__, "generated_at": gen_at, "case": case.path.name, "only": chosen, "format": fmt,
+        "kvir_version": __version__, "generated_at": gen_at, "case": home(case).name, "only": chosen, "format": fmt,
         "artifacts": entries,
         "validations": [asdict(v) for v in validations],
         "inputs": case_input_hashes(case),

@@ -26,6 +26,11 @@ def grouped(found: Iterable[dict[str, Any]], key: str) -> dict[Any, list[dict[st
     return out
 
 
+def home(case: Case) -> Path:
+    """The case's own folder (not the staging folder a run writes into before it is swapped in)."""
+    return Path(case.home or case.path)
+
+
 def shown_path(path: Any, case_dir: str | Path) -> str:
     """An input file as the reports name it: relative to the case folder when it lies in the folder that
     holds the case (inside the case, or beside it as the demo's fleet is: '../fleet/...'), so the reports

@@ -6,12 +6,12 @@ validated while they are written (kvir.report.validate) and the index shows the 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kvir.case.spec_tables import ensure_spec_facts
-from kvir.case.store import Case, open_case
+from kvir.case.store import Case
 from kvir.core.errors import KvirError
 from kvir.report.artifacts import ARTIFACTS, FORMATS, INDEX_TEMPLATES, Artifact
 from kvir.report.build import build_model
@@ -62,13 +62,16 @@ def report(case: Case | str | Path, only: list[str] | tuple[str, ...] | None = N
     bad = [n for n in chosen if n not in ARTIFACTS]
     if bad:
         raise KvirError(f"unknown report(s) {', '.join(bad)}; expected any of {', '.join(ARTIFACTS)}", key="--only")
-    own = not isinstance(case, Case)
-    c = open_case(case) if own else case
+    if isinstance(case, Case):
+        return _report(case, chosen, format, spec, template_loader)
+    c = Case.open(case, staged=True)     # rendered beside the case, swapped in when complete
+    staging = c.path
     try:
-        return _report(c, chosen, format, spec, template_loader)
+        result = _report(c, chosen, format, spec, template_loader)
+        c.commit()
+        return replace(result, out_dir=c.path / result.out_dir.relative_to(staging))
     finally:
-        if own:
-            c.close()
+        c.close()
 
 
 def _report(case: Case, chosen: list[str], fmt: str, spec: str | Path | None, template_loader) -> ReportResult:

@@ -20,7 +20,7 @@ import re
 from typing import TYPE_CHECKING
 
 from kvir.case.store import Case
-from kvir.report.read import evidence, rows
+from kvir.report.read import evidence, home, rows
 from kvir.report.records import TimelineEvent
 from kvir.report.times import iso, utc
 
@@ -74,14 +74,14 @@ def derived_events(case: Case, model: "IncidentModel") -> list[TimelineEvent]:
         which = r["which"]
         ev.append(TimelineEvent(
             utc(r["ts"]), f"{'First' if which == 'first' else 'Last'} affected response", "exposure", who, "data",
-            Q.format("affected_span"), evidence(r["source_file"], r["source_line"], case.path),
+            Q.format("affected_span"), evidence(r["source_file"], r["source_line"], home(case)),
             "Request start of the affected response", f"{which}-affected",
             f"request {r['request_id']} of account {r['account_id'] or 'unknown'} on "
             f"{r['prefill_node'] or '?'} → {r['decode_node'] or '?'}", "public", (r["request_id"],)))
     for r in rows(case, "labelled_requests", {"models": list(model.facts.models)}):
         ev.append(TimelineEvent(
             utc(r["ts"]), f"{'First' if r['which'] == 'first' else 'Last'} request of the {r['label']}", "confirmation",
-            r["label"], "data", Q.format("labelled_requests"), evidence(r["source_file"], r["source_line"], case.path),
+            r["label"], "data", Q.format("labelled_requests"), evidence(r["source_file"], r["source_line"], home(case)),
             "Request start", "test-request",
             f"request {r['request_id']} ({r['prompt_tokens'] if r['prompt_tokens'] is not None else '?'} prompt tokens, "
             f"{r['outcome'] or 'outcome unknown'}); account {r['account_id']} sent {r['n_requests']} request(s) to the "
