@@ -122,7 +122,7 @@ def record_in_case(path: Path, result: ProbeResult) -> None:
     from kvir.case.store import CASE_DB, Case
 
     p = Path(path)
-    case = Case.open(p) if (p / CASE_DB).exists() else Case.create(p, overwrite=False)
+    case = Case.open(p, staged=True) if (p / CASE_DB).exists() else Case.create(p)   # committed only when whole
     try:
         run = {"run_id": result.run_id, "started_at": result.started_at, "ended_at": result.ended_at,
                "endpoint": result.options["endpoint"], "model": result.options.get("model"),
@@ -133,5 +133,6 @@ def record_in_case(path: Path, result: ProbeResult) -> None:
                      "request_ids": f.request_ids, "evidence": f.evidence} for f in result.findings]
         record_probe(case, run, result.requests, findings)
         case.save_manifest()
+        case.commit()
     finally:
         case.close()
