@@ -55,7 +55,7 @@ def kind(name: str) -> ArtifactKind:
 
 def help_text() -> str:
     """The `--only` help of `kvir report`: every artifact, named."""
-    return "Render only these (repeatable): " + "; ".join(f"{k.name}: {k.summary}" for k in KINDS) + "."
+    return "Render only these (repeatable): " + ", ".join(k.name for k in KINDS) + "."
 
 
 @dataclass
