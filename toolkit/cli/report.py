@@ -24,13 +24,14 @@ def report_command(
     incident: Annotated[Optional[Path], typer.Option(
         "--incident", "-i", help="Re-read hand events and [disclosure] from this incident.toml first.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary on stderr.")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Render into this folder instead of CASE/reports/, reading the case only (it may be read-only).")] = None,
 ) -> None:
     """Render the timeline, post-mortem, public report, advisory (CSAF, OSV, CVE), customer notices and the
     GDPR Art. 33 draft into CASE/reports/, validating the machine-readable documents."""
     from kvir.cli.present.report import print_report
     from kvir.report import report
 
-    result = report(case, only=only, format=format, spec=incident)
+    result = report(case, only=only, format=format, spec=incident, out=out)
     if not quiet:
         print_report(result)
     echo(str(result.index))

@@ -50,12 +50,14 @@ class ReportResult:
 
 
 def report(case: Case | str | Path, only: list[str] | tuple[str, ...] | None = None, format: str = "all", *,
-           spec: str | Path | None = None, template_loader=None) -> ReportResult:
+           spec: str | Path | None = None, template_loader=None, out: str | Path | None = None) -> ReportResult:
     """Render the incident's documents from the case into CASE_DIR/reports/ (see kvir.report.artifacts).
 
     `only` limits the artifacts (names in ARTIFACTS); `format` chooses md, html or all for the prose
     documents (machine formats, CSV/JSONL and figures are always written for the chosen artifacts);
-    `spec` re-reads hand events and [disclosure] from an incident.toml into the case first."""
+    `spec` re-reads hand events and [disclosure] from an incident.toml into the case first. `out` renders
+    into that folder instead, reading the case only (it may be read-only, e.g. evidence on write-once media);
+    the timeline is then not stored back into the case."""
     if format not in FORMATS:
         raise KvirError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}", key="--format")
     chosen = list(dict.fromkeys(only or ARTIFACTS))
@@ -63,24 +65,29 @@ def report(case: Case | str | Path, only: list[str] | tuple[str, ...] | None = N
     if bad:
         raise KvirError(f"unknown report(s) {', '.join(bad)}; expected any of {', '.join(ARTIFACTS)}", key="--only")
     if isinstance(case, Case):
-        return _report(case, chosen, format, spec, template_loader)
+        return _report(case, chosen, format, spec, template_loader, Path(out) if out else None)
+    if out is not None:
+        with Case.open(case, read_only=True) as c:
+            return _report(c, chosen, format, spec, template_loader, Path(out))
     c = Case.open(case, staged=True)     # rendered beside the case, swapped in when complete
     staging = c.path
     try:
-        result = _report(c, chosen, format, spec, template_loader)
+        result = _report(c, chosen, format, spec, template_loader, None)
         c.commit()
         return replace(result, out_dir=c.path / result.out_dir.relative_to(staging))
     finally:
         c.close()
 
 
-def _report(case: Case, chosen: list[str], fmt: str, spec: str | Path | None, template_loader) -> ReportResult:
+def _report(case: Case, chosen: list[str], fmt: str, spec: str | Path | None, template_loader,
+            out: Path | None) -> ReportResult:
     from kvir.report.figures import all_figures
 
     warnings = ensure_spec_facts(case, spec)
     model = build_model(case, warnings=warnings)
-    store_timeline(case, model.timeline)
-    out = case.path / "reports"
+    if not case.read_only:
+        store_timeline(case, model.timeline)
+    out = out or case.path / "reports"
     out.mkdir(parents=True, exist_ok=True)
     figs = {f.name: f for f in all_figures(model)}
     r = Renderer(model, out, fmt, figs, template_loader)
@@ -102,10 +109,11 @@ def _report(case: Case, chosen: list[str], fmt: str, spec: str | Path | None, te
         elif v.valid is None:
             model.warnings.append(f"{v.document} was not validated: {v.validator}")
 
-    case.manifest["report"] = {"generated_at": r.gen_at, "only": chosen, "format": fmt,
-                               "artifacts": len(r.artifacts), "warnings": model.warnings}
-    case.save_manifest()
-    case.con.execute("CHECKPOINT")
+    if not case.read_only:
+        case.manifest["report"] = {"generated_at": r.gen_at, "only": chosen, "format": fmt,
+                                   "artifacts": len(r.artifacts), "warnings": model.warnings}
+        case.save_manifest()
+        case.con.execute("CHECKPOINT")
 
     artifacts = carry_over(out, r.artifacts)
     index = r.html_env.get_template(INDEX_TEMPLATES[0]).render(
