@@ -15,6 +15,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from kvir.core.text import visible
 from kvir.report.times import iso
 
 _MD_ESC = re.compile(r"([\\`*\[\]|{}])")
@@ -22,14 +23,16 @@ _MD_ESC = re.compile(r"([\\`*\[\]|{}])")
 
 def md_escape(value: Any) -> str:
     """A value placed in Markdown: HTML-special characters as entities, Markdown syntax backslashed,
-    line breaks flattened (a log-derived string can neither add markup nor break a table)."""
+    line breaks flattened, control characters visible (a log-derived string can neither add markup, break
+    a table nor drive the terminal that shows the file)."""
     if isinstance(value, Markup):
         return str(value)
     if value is None:
         return ""
     s = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     s = _MD_ESC.sub(r"\\\1", s)
-    return re.sub(r"[\r\n\t]+", " ", s)
+    # control characters (ESC of ANSI/OSC sequences, bidi overrides) shown as escapes, as on the terminal
+    return visible(re.sub(r"[\r\n\t]+", " ", s))
 
 
 def _num(v: Any) -> str:
