@@ -122,8 +122,7 @@ def record_in_case(path: Path, result: ProbeResult) -> None:
     from kvir.case.store import CASE_DB, Case
 
     p = Path(path)
-    # staged like kvir's other stages: built beside the case and swapped in whole when complete
-    case = Case.open(p, staged=True) if (p / CASE_DB).exists() else Case.create(p)
+    case = Case.open(p, staged=True) if (p / CASE_DB).exists() else Case.create(p)   # committed only when whole
     try:
         run = {"run_id": result.run_id, "started_at": result.started_at, "ended_at": result.ended_at,
                "endpoint": result.options["endpoint"], "model": result.options.get("model"),
