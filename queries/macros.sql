@@ -242,12 +242,22 @@ CREATE OR REPLACE MACRO kvir_duration_s(x) AS CASE
 CREATE OR REPLACE MACRO kvir_is_generation_path(p) AS
     regexp_matches(p, '/(v1/)?(chat/completions|completions|generate|responses|messages)/?(\?.*)?$');
 
--- A record's parse problem when its JSON did not parse: over-long, blank (a skip), not an object, malformed.
-CREATE OR REPLACE MACRO kvir_json_problem(text, n_bytes, max_bytes) AS CASE
-    WHEN n_bytes > max_bytes THEN 'line longer than ' || max_bytes || ' bytes'
-    WHEN trim(text) = '' THEN 'blank line'
-    WHEN json_valid(text) THEN 'JSON value is not an object'
-    ELSE 'malformed JSON' END;
+-- An adapter's verdict on a record (queries/adapters/README.md): NULL = a request; kvir_skip(why) =
+-- counted, not a request; kvir_bad(why) = quarantined. The shared epilogue (kvir.ingest.epilogue) turns it
+-- into the record's kind and reason.
+CREATE OR REPLACE MACRO kvir_skip(why) AS {'kind': 'skip', 'reason': CAST(why AS VARCHAR)};
+CREATE OR REPLACE MACRO kvir_bad(why) AS {'kind': 'bad', 'reason': CAST(why AS VARCHAR)};
+-- The verdict on a record the reader could hand over but whose JSON object did not parse: a blank line is
+-- counted (skip); anything else is quarantined.
+CREATE OR REPLACE MACRO kvir_unparsed(text) AS CASE
+    WHEN trim(text) = '' THEN kvir_skip('blank line')
+    WHEN json_valid(text) THEN kvir_bad('JSON value is not an object')
+    ELSE kvir_bad('malformed JSON') END;
+-- The verdict the reader's problem or an unparsed JSON record gives, else NULL (the adapter decides):
+-- an adapter's verdict is coalesce(kvir_reader_verdict(problem, text, parsed), <its own CASE>).
+CREATE OR REPLACE MACRO kvir_reader_verdict(problem, text, parsed) AS CASE
+    WHEN problem IS NOT NULL THEN kvir_bad(problem)
+    WHEN parsed IS NULL THEN kvir_unparsed(text) END;
 
 -- Outcome of a request whose client-facing status is known, with Envoy-style response flags:
 -- DC (downstream connection termination) = the client went away; UF/UO/UC/UT/URX/NR with no status = failed.

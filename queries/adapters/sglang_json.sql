@@ -1,6 +1,6 @@
 -- sglang_json: SGLang request-log lines in JSON (--log-requests-format json) as request records.
 -- Params: none
--- Inputs: __input__ (numbered text lines: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
 --
 -- One JSON object per line: {"timestamp": <host-local naive ISO>, "event": "request.received" |
 -- "request.finished", "rid": ..., "obj": {...}, "out": {"meta_info": {...}}}. Only request.finished is
@@ -11,8 +11,8 @@
 -- Written for speed (it is the 10^8-line format): each line is parsed once (TRY(from_json): a malformed
 -- line gives NULL), the common case is decided by the first WHEN, and reasons are only worked out for
 -- the rows that are not requests.
-WITH parsed AS (    -- no settings needed to parse: the reader hands over an over-long line empty
-    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text,
+WITH parsed AS (    -- no settings needed to parse: the reader hands over an over-long line empty, with a problem
+    SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN starts_with(i.line, '{') OR starts_with(ltrim(i.line), '{') THEN TRY(from_json(i.line,
                 '{"timestamp":"VARCHAR","event":"VARCHAR","rid":"VARCHAR",
                   "obj":{"rid":"VARCHAR","bootstrap_room":"VARCHAR"},
@@ -23,7 +23,7 @@ WITH parsed AS (    -- no settings needed to parse: the reader hands over an ove
     FROM __input__ AS i
 ),
 fields AS (
-    SELECT p.source_id, p.line_no, p.line_bytes, p.text, p.j,
+    SELECT p.source_id, p.line_no, p.problem, p.text, p.j,
         p.j.event = 'request.finished' AS finished,
         kvir_text(coalesce(p.j.rid, p.j.obj.rid, p.j.out.meta_info.id)) AS rid,
         kvir_text(p.j.obj.bootstrap_room) AS room,
@@ -41,62 +41,36 @@ timed AS (    -- a time is converted only for finished events: elsewhere the joi
         kvir_local_ts_to_utc(f.j.timestamp, f.t_naive, z.tz_iana, z.tz_offset_min, z.tz_spans) AS ts_fin
     FROM fields AS f
     LEFT JOIN __settings__ AS z ON z.source_id = CASE WHEN f.finished THEN f.source_id END
-),
-classified AS (
-    SELECT f.*,
-        CASE
-            WHEN f.finished AND f.rid IS NOT NULL AND f.prompt_tokens IS NOT NULL
-                 AND kvir_in_range(f.ts_fin) AND f.latency_s >= 0 AND kvir_span(f.latency_s) IS NOT NULL THEN 'request'
-            WHEN f.line_bytes > 0 AND f.text = '' THEN 'bad'      -- over-long: the reader dropped its content
-            WHEN f.j IS NULL AND trim(f.text) = '' THEN 'skip'
-            WHEN f.j.event = 'request.received' THEN 'skip'
-            ELSE 'bad' END AS kind
-    FROM timed AS f
-),
-reasoned AS (
-    SELECT c.*,
-        CASE WHEN c.kind = 'request' THEN NULL ELSE CASE
-            WHEN c.line_bytes > 0 AND c.text = '' THEN 'line longer than ' || s.max_line_bytes || ' bytes'
-            WHEN c.j IS NULL AND trim(c.text) = '' THEN 'blank line'
-            WHEN c.j IS NULL AND json_valid(c.text) THEN 'JSON value is not an object'
-            WHEN c.j IS NULL THEN 'malformed JSON'
-            WHEN c.j.event = 'request.received' THEN 'request.received event (not a request)'
-            WHEN c.j.event IS NULL THEN 'missing field: event'
-            WHEN c.j.event <> 'request.finished' THEN 'unknown event: ' || left(c.j.event, 40)
-            WHEN c.rid IS NULL THEN 'missing field: rid'
-            WHEN c.j.out.meta_info.prompt_tokens IS NULL THEN 'missing field: out.meta_info.prompt_tokens'
-            WHEN c.prompt_tokens IS NULL THEN 'prompt_tokens is not a non-negative integer'
-            WHEN c.ts_fin IS NULL OR NOT kvir_in_range(c.ts_fin)
-                THEN kvir_ts_problem(c.j.timestamp, c.ts_fin, c.tz_iana, c.tz_offset_min)
-            WHEN c.latency_s IS NULL THEN 'missing or non-numeric field: out.meta_info.e2e_latency'
-            WHEN c.latency_s < 0 THEN 'negative e2e_latency'
-            WHEN kvir_span(c.latency_s) IS NULL THEN 'implausible e2e_latency (over 10^7 s)'
-            ELSE 'unreadable record' END END AS reason,
-        s.served_model AS s_served_model, s.role AS s_role, s.node AS s_node, s.keep_raw AS s_keep_raw
-    FROM classified AS c JOIN __settings__ AS s ON s.source_id = c.source_id
 )
 SELECT
-    r.source_id::INTEGER AS source_id,
-    r.line_no AS source_line,
-    r.kind,
-    r.reason,
-    CASE WHEN r.kind = 'request' THEN r.rid END AS request_id,
-    CASE WHEN r.kind = 'request' THEN r.room END AS bootstrap_room,
-    CASE WHEN r.kind = 'request' THEN r.ts_fin - kvir_span(r.latency_s) END AS ts,
-    CASE WHEN r.kind = 'request' THEN r.ts_fin END AS ts_end,
-    0 AS ts_granularity_s,
-    NULL::VARCHAR AS account_id,
-    CASE WHEN r.kind = 'request' THEN r.s_served_model END AS model,
-    CASE WHEN r.kind = 'request' THEN r.prompt_tokens END AS prompt_tokens,
-    CASE WHEN r.kind = 'request' THEN r.cached_tokens END AS cached_tokens,
-    CASE WHEN r.kind = 'request' THEN r.completion_tokens END AS completion_tokens,
-    CASE WHEN r.kind = 'request' THEN kvir_sglang_status(r.ftype, r.fstatus) END AS http_status,
-    CASE WHEN r.kind = 'request' THEN kvir_sglang_outcome(r.ftype, r.fstatus) END AS outcome,
-    CASE WHEN r.kind = 'request' THEN r.ftype END AS finish_reason,
-    r.s_role AS role,
-    r.s_node AS node,
-    CASE WHEN r.s_role = 'prefill' OR r.s_role = 'mixed' THEN r.s_node END AS prefill_node,
-    CASE WHEN r.s_role = 'decode' OR r.s_role = 'mixed' THEN r.s_node END AS decode_node,
-    CASE WHEN r.kind = 'request' AND r.s_role = 'prefill' THEN r.prompt_tokens END AS prefill_tokens,
-    CASE WHEN r.kind = 'bad' AND r.s_keep_raw THEN r.text END AS raw
-FROM reasoned AS r
+    t.source_id,
+    t.line_no AS source_line,
+    CASE
+        WHEN t.finished AND t.rid IS NOT NULL AND t.prompt_tokens IS NOT NULL       -- the common case first
+             AND kvir_in_range(t.ts_fin) AND t.latency_s >= 0 AND kvir_span(t.latency_s) IS NOT NULL THEN NULL
+        WHEN t.problem IS NOT NULL THEN kvir_bad(t.problem)
+        WHEN t.j IS NULL THEN kvir_unparsed(t.text)
+        WHEN t.j.event = 'request.received' THEN kvir_skip('request.received event (not a request)')
+        WHEN t.j.event IS NULL THEN kvir_bad('missing field: event')
+        WHEN t.j.event <> 'request.finished' THEN kvir_bad('unknown event: ' || left(t.j.event, 40))
+        WHEN t.rid IS NULL THEN kvir_bad('missing field: rid')
+        WHEN t.j.out.meta_info.prompt_tokens IS NULL THEN kvir_bad('missing field: out.meta_info.prompt_tokens')
+        WHEN t.prompt_tokens IS NULL THEN kvir_bad('prompt_tokens is not a non-negative integer')
+        WHEN t.ts_fin IS NULL OR NOT kvir_in_range(t.ts_fin)
+            THEN kvir_bad(kvir_ts_problem(t.j.timestamp, t.ts_fin, t.tz_iana, t.tz_offset_min))
+        WHEN t.latency_s IS NULL THEN kvir_bad('missing or non-numeric field: out.meta_info.e2e_latency')
+        WHEN t.latency_s < 0 THEN kvir_bad('negative e2e_latency')
+        WHEN kvir_span(t.latency_s) IS NULL THEN kvir_bad('implausible e2e_latency (over 10^7 s)')
+        ELSE kvir_bad('unreadable record') END AS verdict,
+    t.text AS raw,
+    t.rid AS request_id,
+    t.room AS bootstrap_room,
+    t.ts_fin - kvir_span(t.latency_s) AS ts,
+    t.ts_fin AS ts_end,
+    t.prompt_tokens,
+    t.cached_tokens,
+    t.completion_tokens,
+    kvir_sglang_status(t.ftype, t.fstatus) AS http_status,
+    kvir_sglang_outcome(t.ftype, t.fstatus) AS outcome,
+    t.ftype AS finish_reason
+FROM timed AS t
