@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from kvir.case.store import Case, open_case
+from kvir.case.store import Case
 from kvir.core.errors import KvirError
 from kvir.replay import queries
 from kvir.replay.attribution import TargetResult, can_admit, foreign_token_runs, replay_target
@@ -99,8 +99,25 @@ def replay_case(case_or_path: Case | str | Path, limit: int | None = None, devic
 
 def _replay_case(case_or_path, limit, device, canary, checksum, scale, show_text, progress, max_decode_steps,
                  causal_top) -> ReplayRun:
+    """Replay into an open Case as given, or into the case at a path: staged, committed only when complete."""
+    if isinstance(case_or_path, Case):
+        return _replay_into(case_or_path, limit, device, canary, checksum, scale, show_text, progress,
+                            max_decode_steps, causal_top)
+    case = Case.open(case_or_path, staged=True)
+    try:
+        run = _replay_into(case, limit, device, canary, checksum, scale, show_text, progress, max_decode_steps,
+                           causal_top)
+        case.commit()
+    except BaseException:
+        case.close()
+        raise
+    run.outputs = {k: case.path / v.name for k, v in run.outputs.items()}
+    return run
+
+
+def _replay_into(case: Case, limit, device, canary, checksum, scale, show_text, progress, max_decode_steps,
+                 causal_top) -> ReplayRun:
     t0 = time.perf_counter()
-    case = case_or_path if isinstance(case_or_path, Case) else open_case(case_or_path)
     f = 1.0 if scale is None else float(scale)
     if not 0 < f <= 1:
         raise KvirError(f"--scale must be in (0, 1], got {scale}")

@@ -66,8 +66,31 @@ def test_missing_path_and_unknown_format(spec, tmp_path):
 def test_unreadable_file(spec, tmp_path):
     f = write(tmp_path / "d.jsonl", fin("2026-08-30T10:00:00", "a", 700000) + "\n")
     f.chmod(0)
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="no readable input .*unreadable"):
         kvir.triage(spec(), [f], out=tmp_path / "c", source_tz=CHI)
+
+
+def test_empty_special_and_broken_files_in_a_folder_are_skipped_and_listed(spec, tmp_path):
+    logs = tmp_path / "logs"
+    write(logs / "decode-0.jsonl", fin("2026-08-30T10:00:00", "s1", 700000) + "\n")
+    write(logs / "decode-1.jsonl", "")                                  # empty
+    os.mkfifo(logs / "pipe.jsonl")                                      # a FIFO: reading it would block forever
+    (logs / "null.jsonl").symlink_to("/dev/null")                       # a link to a device
+    (logs / "gone.jsonl").symlink_to(logs / "no-such-file")              # a broken link
+    write(logs / "fake.jsonl.gz", b"\x1f\x8bnot gzip at all")           # gzip magic over other bytes
+    r = kvir.triage(spec(), [logs], out=tmp_path / "c", source_tz=CHI)
+    assert ids(r.affected) == {"s1"} and len(r.sources) == 1
+    assert r.summary["inputs_skipped"] == 5
+    skipped = dict(r.case.con.execute("SELECT regexp_extract(path, '[^/]+$'), reason FROM skipped_inputs").fetchall())
+    assert skipped == {"decode-1.jsonl": "empty file (0 bytes)", "pipe.jsonl": "named pipe (FIFO): not read",
+                       "null.jsonl": "character device: not read", "gone.jsonl": "broken symbolic link",
+                       "fake.jsonl.gz": skipped["fake.jsonl.gz"]}
+    assert skipped["fake.jsonl.gz"].startswith("cannot decompress (gzip)")
+    csv = (tmp_path / "c" / "skipped.csv").read_text().splitlines()
+    assert len(csv) == 6 and csv[0] == "path,reason,size_bytes"
+    # only skipped inputs: an error naming them, not an empty case
+    with pytest.raises(InputError, match="no readable input .*empty file"):
+        kvir.triage(spec(), [logs / "decode-1.jsonl"], out=tmp_path / "c2", source_tz=CHI)
 
 
 def test_compressed_inputs_and_a_truncated_one(spec, tmp_path):
@@ -133,3 +156,16 @@ def test_naive_timestamps_in_a_generic_source_need_a_zone(spec, tmp_path):
     assert "x.csv:2" in str(e.value) and "source time zone" in str(e.value)
     r = kvir.triage(spec(extra=extra), out=tmp_path / "c", source_tz="UTC")
     assert ids(r.affected) == set() and r.summary["undecidable"] == 1   # no status: outcome unknown
+
+
+def test_max_line_bytes_quarantines_longer_records_and_reads_on(spec, tmp_path):
+    long = fin("2026-08-30T10:00:01", "long", 700000).replace('"stream": true', '"stream": true, "pad": "' + "x" * 1500 + '"')
+    f = write(tmp_path / "d.jsonl", "\n".join([fin("2026-08-30T10:00:00", "short", 700000), long,
+                                                fin("2026-08-30T10:00:02", "after", 700000)]) + "\n")
+    assert 1024 < len(long.encode()) < 16 << 20
+    r = kvir.triage(spec(), [f], out=tmp_path / "c", source_tz=CHI, max_line_bytes=1024)
+    assert ids(r.affected) == {"short", "after"}
+    assert list(r.quarantine["reason"]) == ["line longer than 1024 bytes"]
+    assert kvir.triage(spec(), [f], out=tmp_path / "c2", source_tz=CHI).summary["affected"] == 3
+    with pytest.raises(InputError, match="--max-line-bytes must be at least 1024"):
+        kvir.triage(spec(), [f], out=tmp_path / "c3", source_tz=CHI, max_line_bytes=10)

@@ -59,3 +59,10 @@ CREATE TABLE IF NOT EXISTS source_settings (
 CREATE TABLE IF NOT EXISTS source_counts (
     source_id INTEGER, kind VARCHAR, reason VARCHAR, n BIGINT
 );
+-- files the paths named that could not be inputs at all (empty, not a regular file, unreadable, not
+-- decompressible): listed with the reason instead of dropped or fatal
+CREATE TABLE IF NOT EXISTS skipped_inputs (
+    path VARCHAR,
+    reason VARCHAR,
+    size_bytes BIGINT
+);

@@ -56,6 +56,15 @@ class AuditResult:
         f = self.findings if include_unknown else self.findings[self.findings["status"] == "fail"]
         return bool((f["severity"].map(SEVERITY_RANK) >= SEVERITY_RANK[threshold]).any())
 
+    def only_current(self) -> "AuditResult":
+        """Each node's latest start and the findings about it (or about no start in particular)."""
+        from dataclasses import replace
+
+        nc = self.node_configs
+        f = self.findings
+        return replace(self, node_configs=nc[nc["is_current"].astype(bool)].reset_index(drop=True) if len(nc) else nc,
+                       findings=f[f["is_current"].fillna(True).astype(bool)].reset_index(drop=True) if len(f) else f)
+
     def as_json(self) -> dict[str, Any]:
         from kvir.audit.render import to_json
 
@@ -111,9 +120,16 @@ def load_node_configs(case, paths: list[str | Path], *, inventory: str | Path | 
 
 
 def audit(paths: list[str | Path], inventory: str | Path | Inventory | None = None, case=None,
-          source_tz: str | None = None, *, year: int | None = None, progress: bool = False) -> AuditResult:
+          source_tz: str | None = None, *, year: int | None = None, progress: bool = False,
+          current: bool = False) -> AuditResult:
     """Audit start-up logs (files, folders or globs). `case`: a case folder or an open Case to write into;
-    without it the audit runs in memory."""
+    without it the audit runs in memory. `current`: the result keeps only each node's latest start and its
+    findings (the case, when given, still holds every start)."""
+    result = _audit(paths, inventory, case, source_tz, year=year, progress=progress)
+    return result.only_current() if current else result
+
+
+def _audit(paths, inventory, case, source_tz, *, year, progress) -> AuditResult:
     from kvir.case.store import Case, connect
     from kvir.core.progress import Reporter
     from kvir.core.sql import QueryLog
@@ -131,18 +147,18 @@ def audit(paths: list[str | Path], inventory: str | Path | Inventory | None = No
         finally:
             con.close()
     own = not isinstance(case, Case)
-    c = case if not own else (Case.open(case) if (Path(case) / "case.duckdb").exists()
-                              else Case.create(case, overwrite=False))
+    c = case if not own else (Case.open(case, staged=True) if (Path(case) / "case.duckdb").exists()
+                              else Case.create(case))
     try:
         with reporter.session():
             result = load_node_configs(c, paths, inventory=inventory, source_tz=source_tz, year=year,
                                        reporter=reporter if progress else None)
         c.save_manifest()
         _export(c)
+        if own:
+            c.commit()
+        result.case_path = c.path
         return result
-    except BaseException:
-        c.save_manifest()
-        raise
     finally:
         if own:
             c.close()

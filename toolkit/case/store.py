@@ -5,9 +5,11 @@
     CASE_DIR/compiled/       the exact SQL of every query that ran, one file each (dbt-style)
     CASE_DIR/*.parquet/csv   exported results
     CASE_DIR/reports/        rendered documents
-    CASE_DIR/tmp/            DuckDB spill space (larger-than-RAM inputs)
 
-Every command reads and extends the same case, so work is resumable and auditable.
+Every command reads and extends the same case, so work is resumable and auditable. A command writes
+through kvir.case.writer: one writer at a time, the new state built beside the case and swapped in by
+`commit()` only when complete (a killed or failed run leaves the previous case whole). DuckDB spills
+larger-than-RAM work into the staging folder's tmp/, which never becomes part of the case.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import duckdb
 from kvir import __version__
 from kvir.core.errors import KvirError
 from kvir.core.sql import QueryLog, run
+from kvir.case.writer import Writer
 
 CASE_DB = "case.duckdb"
 MANIFEST = "manifest.json"
@@ -72,33 +75,48 @@ def _ensure_macros(con: duckdb.DuckDBPyConnection) -> None:
 
 @dataclass
 class Case:
-    """An open case folder. Use `Case.create` for a new investigation and `open_case` to resume one."""
+    """An open case folder. `Case.create` starts a new investigation (staged: call `commit()` when done),
+    `Case.open(path, staged=True)` extends one the same way, and `open_case` reopens one to read or query.
+
+    `path` is the folder being written (the staging folder until commit) and `home` the case's own."""
 
     path: Path
     con: duckdb.DuckDBPyConnection
     manifest: dict[str, Any] = field(default_factory=dict)
     log: QueryLog = field(default_factory=QueryLog)
+    home: Path | None = None
+    writer: Writer | None = None
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
     def create(cls, path: str | Path, *, overwrite: bool = True, memory_limit: str | None = None,
                threads: int | None = None) -> "Case":
-        p = Path(path)
-        p.mkdir(parents=True, exist_ok=True)
+        """A new, empty case that replaces whatever `path` holds when committed (`overwrite` is kept for
+        callers of the earlier API: a case is always built fresh)."""
+        home = Path(path)
         # DuckDB shares one database instance per file within a process: a case still open here (an
         # earlier result in a notebook) would keep the old tables alive. Close it first.
-        _close_open_cases(p)
-        db = p / CASE_DB
-        if db.exists() and overwrite:
-            db.unlink()
-            wal = p / (CASE_DB + ".wal")
-            if wal.exists():
-                wal.unlink()
-        (p / "tmp").mkdir(exist_ok=True)
-        con = connect(db, memory_limit=memory_limit, temp_dir=p / "tmp", threads=threads)
-        case = cls(p, con, _new_manifest())
+        _close_open_cases(home)
+        writer = Writer.begin(home, fresh=True)
+        try:
+            con = connect(writer.staging / CASE_DB, memory_limit=memory_limit, temp_dir=writer.staging / "tmp",
+                          threads=threads)
+        except BaseException:
+            writer.abort()
+            raise
+        case = cls(writer.staging, con, _new_manifest(), home=home, writer=writer)
         _OPEN.add(case)
         return case
+
+    def commit(self) -> None:
+        """Make the staged work the case (one atomic swap); the object stays open on the committed case."""
+        if self.writer is None:
+            return
+        self.con.execute("CHECKPOINT")
+        self.con.close()
+        self.writer.commit()
+        self.writer, self.path = None, self.home
+        self.con = connect(self.path / CASE_DB, temp_dir=_spill_dir())
 
     def __hash__(self) -> int:   # identity: cases live in a WeakSet
         return id(self)
@@ -107,27 +125,43 @@ class Case:
         return self is other
 
     @classmethod
-    def open(cls, path: str | Path, *, read_only: bool = False) -> "Case":
-        p = Path(path)
-        db = p / CASE_DB
+    def open(cls, path: str | Path, *, read_only: bool = False, staged: bool = False) -> "Case":
+        """An existing case. `staged`: work on a copy that `commit()` swaps in (how kvir's own stages extend
+        a case); `read_only`: query only (works on a read-only folder)."""
+        home = Path(path)
+        db = home / CASE_DB
         if not db.exists():
-            raise KvirError("not a kvir case (no case.duckdb)", path=str(p), hint="create one with `kvir triage --out DIR`")
-        if read_only:
-            try:
-                con = duckdb.connect(str(db), read_only=True)
-            except duckdb.ConnectionException:
-                raise KvirError("the case is open for writing in this process; close it (case.close()) or "
-                                "open it without read_only", path=str(p)) from None
-            con.execute("SET TimeZone = 'UTC'")
-        else:
-            con = connect(db, temp_dir=p / "tmp")
-        manifest = json.loads((p / MANIFEST).read_text()) if (p / MANIFEST).exists() else _new_manifest()
-        case = cls(p, con, manifest)
+            raise KvirError("not a kvir case (no case.duckdb)", path=str(home), hint="create one with `kvir triage --out DIR`")
+        writer = Writer.begin(home, fresh=False) if staged and not read_only else None
+        work = writer.staging if writer else home
+        try:
+            if read_only:
+                try:
+                    con = duckdb.connect(str(db), read_only=True)
+                except duckdb.ConnectionException:
+                    raise KvirError("the case is open for writing in this process; close it (case.close()) or "
+                                    "open it without read_only", path=str(home)) from None
+                con.execute("SET TimeZone = 'UTC'")
+            else:   # spill space: the staging folder's (dropped at commit), or the system's for a direct open
+                con = connect(work / CASE_DB, temp_dir=work / "tmp" if writer else _spill_dir())
+            manifest = json.loads((work / MANIFEST).read_text()) if (work / MANIFEST).exists() else _new_manifest()
+        except BaseException:
+            if writer:
+                writer.abort()
+            raise
+        case = cls(work, con, manifest, home=home, writer=writer)
         _OPEN.add(case)
         return case
 
     def close(self) -> None:
-        self.con.close()
+        """Close the connection; uncommitted staged work is dropped (the case stays as it was)."""
+        try:
+            self.con.close()
+        finally:
+            if self.writer is not None:
+                self.writer.abort()
+                self.writer = None
+                self.path = self.home
 
     def __enter__(self) -> "Case":
         return self
@@ -199,12 +233,18 @@ _OPEN: "weakref.WeakSet[Case]" = weakref.WeakSet()
 def _close_open_cases(path: Path) -> None:
     target = path.resolve()
     for case in list(_OPEN):
-        if case.path.resolve() == target:
+        if (case.home or case.path).resolve() == target:
             try:
                 case.close()
             except Exception:
                 pass
             _OPEN.discard(case)
+
+
+def _spill_dir() -> Path:
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"kvir-spill-{os.getpid()}"
 
 
 def _is_table_name(s: str) -> bool:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvir.core.errors import KvirError
+from kvir.cli.present import echo_json, fail, guarded, say
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
 FORMATS = ("table", "json", "sarif")
@@ -29,6 +29,7 @@ def register(app: typer.Typer) -> None:
     app.command(name="audit", help=HELP)(audit_command)
 
 
+@guarded
 def audit_command(
     paths: Annotated[list[str], typer.Argument(help="Start-up logs: files, folders or globs.")],
     inventory: Annotated[Optional[Path], typer.Option("--inventory", help="inventory.toml: file -> node, role, version, env.")] = None,
@@ -42,44 +43,30 @@ def audit_command(
     current: Annotated[bool, typer.Option("--current", help="Only each node's latest start (table and gate).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or tables on stderr.")] = False,
 ) -> None:
-    from kvir.core.progress import stderr
-
-    def fail(e: Exception) -> None:
-        stderr.print(f"[bold red]kvir:[/] {e}", highlight=False, markup=True, soft_wrap=True)
-        raise typer.Exit(code=EXIT_ERROR)
+    from kvir.audit import audit
+    from kvir.cli.present.audit import print_audit
 
     if format not in FORMATS:
-        fail(KvirError(f"--format must be one of {', '.join(FORMATS)}, not {format!r}"))
+        fail(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
     if fail_on is not None and fail_on not in SEVERITY_CHOICES:
-        fail(KvirError(f"--fail-on must be one of {', '.join(SEVERITY_CHOICES)}, not {fail_on!r}"))
+        fail(f"--fail-on must be one of {', '.join(SEVERITY_CHOICES)}, not {fail_on!r}")
     if output is not None and format == "table":
-        fail(KvirError("--output needs --format json or sarif (the table goes to stderr)"))
-    from kvir.audit import audit
-
-    try:
-        result = audit(paths, inventory=inventory, case=case, source_tz=source_tz, year=year, progress=not quiet)
-    except KvirError as e:
-        fail(e)
-        return
-    if current:
-        keep = result.findings["is_current"].fillna(True).astype(bool)
-        result.findings = result.findings[keep].reset_index(drop=True)
+        fail("--output needs --format json or sarif (the table goes to stderr)")
+    result = audit(paths, inventory=inventory, case=case, source_tz=source_tz, year=year, progress=not quiet,
+                   current=current)
     if not quiet:
-        from kvir.audit.render import print_audit
-
-        print_audit(result, current_only=current)
+        print_audit(result)
         if case is not None:
-            stderr.print(f"written into the case: {case}", highlight=False)
+            say(f"written into the case: {case}")
     if format != "table":
         doc = result.to_sarif() if format == "sarif" else result.as_json()
-        text = json.dumps(doc, indent=2, default=str) + "\n"
         if output is not None:
-            output.write_text(text)
+            output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
             if not quiet:
-                stderr.print(f"{format} written to {output}", highlight=False)
+                say(f"{format} written to {output}")
         else:
-            typer.echo(text, nl=False)
+            echo_json(doc)
     if result.fails(fail_on, include_unknown=strict):
         if not quiet:
-            stderr.print(f"[bold red]audit gate: findings at or above {fail_on}[/]", highlight=False)
+            say(f"audit gate: findings at or above {fail_on}", style="bold red")
         raise typer.Exit(code=EXIT_GATE)

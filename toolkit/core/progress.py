@@ -1,5 +1,7 @@
 """Progress for long work: rich bars on stderr, fed by DuckDB's query_progress() or a byte counter.
 
+Labels name files and sources (user- and log-derived): they are shown escaped (kvir.core.text).
+
 Results go to files and stdout; only progress and summaries go to stderr. When stderr is not a
 terminal (CI, a pipe) rich draws nothing animated.
 """
@@ -12,6 +14,8 @@ from typing import Any, Callable, Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+from kvir.core.text import markup_escape
 
 stderr = Console(stderr=True)
 
@@ -36,11 +40,11 @@ class Reporter:
 
     def add_task(self, label: str, total: float = 100.0) -> Any:
         """A bar shared by several run() calls (pass it as task=...); None when not drawing."""
-        return self._progress.add_task(label, total=total) if self._progress is not None else None
+        return self._progress.add_task(markup_escape(label), total=total) if self._progress is not None else None
 
     def describe(self, task: Any, label: str) -> None:
         if self._progress is not None and task is not None:
-            self._progress.update(task, description=label)
+            self._progress.update(task, description=markup_escape(label))
 
     def run(self, label: str, work: Callable[[], Any], *, con=None,
             counter: Callable[[], float] | None = None, total: float | None = None,
@@ -52,10 +56,10 @@ class Reporter:
             return work()
         own = task is None
         if own:
-            task = self._progress.add_task(label, total=100.0)
+            task = self.add_task(label)
             base, span = 0.0, 100.0
         else:
-            self._progress.update(task, description=label)
+            self.describe(task, label)
         box: dict[str, Any] = {}
 
         def target() -> None:

@@ -57,7 +57,9 @@ def open_maybe_compressed(path: str | Path) -> BinaryIO:
     if head == b"\x28\xb5\x2f\xfd":
         import zstandard
 
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(f, closefd=True))
+        # A one-shot compressed frame's window is as large as its content (zstd --long, or a big file written
+        # at once): allow windows up to 2 GiB rather than refuse a valid file (zstd's default stops at 128 MiB).
+        return io.BufferedReader(zstandard.ZstdDecompressor(max_window_size=1 << 31).stream_reader(f, closefd=True))
     return f
 
 

@@ -29,9 +29,11 @@ from kvir.ingest.readers import RECORD_SCHEMA, records_input, tagged
 from kvir.ingest.settings import write_extra_settings
 from kvir.ingest.stage import fill_stage
 from kvir.core.progress import ByteCounter, Reporter
-from kvir.ingest.sources import IngestOptions, Source, input_digest, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
+from kvir.ingest.inputs import Skipped
+from kvir.ingest.sources import IngestOptions, Source, input_digest, plan_inputs, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
 
-def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Reporter | None = None) -> dict[str, Any]:
+def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Reporter | None = None,
+           skipped: list[Skipped] = ()) -> dict[str, Any]:
     """Normalise every source into the case and build `requests`. Returns per-source counts.
 
     Text sources of one format go through their adapter in one batch (every row tagged with its
@@ -44,6 +46,9 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     con.execute("SET force_compression = 'dictionary'")
     case.run("case/create_tables")
     case.run("case/evidence_tables")
+    for s in skipped:
+        con.execute("INSERT INTO skipped_inputs VALUES ($p, $r, $n)", {"p": str(s.path), "r": s.reason, "n": s.size_bytes})
+    case.manifest["skipped_inputs"] = [{"path": str(s.path), "reason": s.reason} for s in skipped]
     t_all = time.perf_counter()
     sizes = {s.source_id: sum(p.stat().st_size for p in s.paths) for s in sources}
     for src in sources:

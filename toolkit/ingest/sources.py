@@ -17,12 +17,12 @@ from typing import Any
 from kvir.ingest import formats as fmts
 from kvir.core.errors import InputError
 from kvir.ingest.formats import FORMATS, Format
+from kvir.ingest.inputs import Skipped, collect_inputs, resolve_paths  # noqa: F401 (resolve_paths re-exported)
 from kvir.ingest.lines import DEFAULT_MAX_LINE_BYTES, head_lines
 from kvir.spec.model import IncidentSpec, SourceSpec
 from kvir.core.timezones import SourceTz, parse_source_tz
 from kvir.core.files import node_from_path, role_from_name, sha256_file, sha256_of_digests
 
-_GLOB_CHARS = re.compile(r"[*?\[]")
 @dataclass
 class Source:
     source_id: int
@@ -55,47 +55,6 @@ class IngestOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     hash: str = "auto"          # full | footer | auto | none (see input_digest)
     join_tolerance_s: float = 2.0   # seconds: candidates / identities joined by time (ingest/joins.py)
-
-
-# ----------------------------------------------------------------------------------------- resolving
-
-def resolve_paths(paths: list[str | Path], spec: IncidentSpec | None) -> list[tuple[Path, Path]]:
-    """(file, the argument it came from). Folders are walked; globs expanded; a path that matches
-    nothing is an error naming it. With no paths, the spec's [[sources]] paths are used."""
-    args: list[tuple[str, Path]] = []
-    if paths:
-        args = [(str(p), Path.cwd()) for p in paths]
-    elif spec is not None and spec.sources:
-        args = [(s.path, spec.base_dir) for s in spec.sources]
-    if not args:
-        raise InputError("no input paths given (pass files, folders or globs, or list [[sources]] in incident.toml)")
-    out: list[tuple[Path, Path]] = []
-    for text, base in args:
-        p = Path(text) if Path(text).is_absolute() else base / text
-        if _GLOB_CHARS.search(text):
-            hits = sorted(Path(h) for h in glob.glob(str(p), recursive=True) if Path(h).is_file())
-            if not hits:
-                raise InputError("glob matches no files", path=text)
-            out += [(h, p) for h in hits]
-        elif p.is_dir():
-            hits = sorted(f for f in p.rglob("*") if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts))
-            if not hits:
-                raise InputError("folder holds no files", path=text)
-            out += [(h, p) for h in hits]
-        elif p.is_file():
-            out.append((p, p))
-        elif p.exists():
-            raise InputError("not a regular file or folder", path=text)
-        else:
-            raise InputError("no such file or folder", path=text)
-    seen: set[Path] = set()
-    unique = []
-    for f, a in out:
-        r = f.resolve()
-        if r not in seen:
-            seen.add(r)
-            unique.append((f, a))
-    return unique
 
 
 def _spec_source_for(path: Path, spec: IncidentSpec | None) -> SourceSpec | None:
@@ -172,9 +131,22 @@ def _server_args(path: Path) -> tuple[str | None, str | None, int | None]:
     return None, None, None
 
 
+@dataclass
+class Plan:
+    sources: list[Source]
+    skipped: list[Skipped]
+
+
 def plan_sources(paths: list[str | Path], spec: IncidentSpec | None, opts: IngestOptions) -> list[Source]:
-    """Decide, per input, its format and settings; refuse what cannot be read correctly."""
-    files = resolve_paths(paths, spec)
+    """The sources only (see plan_inputs)."""
+    return plan_inputs(paths, spec, opts).sources
+
+
+def plan_inputs(paths: list[str | Path], spec: IncidentSpec | None, opts: IngestOptions) -> Plan:
+    """Decide, per input, its format and settings; refuse what cannot be read correctly; set aside (and
+    keep a record of) files that cannot be inputs at all."""
+    inputs = collect_inputs(paths, spec)
+    files = inputs.files
     groups: dict[tuple, list[Path]] = {}
     planned: dict[tuple, tuple[Format, str, SourceSpec | None]] = {}
     for f, arg in files:
@@ -193,7 +165,7 @@ def plan_sources(paths: list[str | Path], spec: IncidentSpec | None, opts: Inges
     for i, (key, group) in enumerate(groups.items(), 1):
         fmt, how, ss = planned[key]
         sources.append(_settle(i, group, key, fmt, how, ss, spec, opts))
-    return sources
+    return Plan(sources, inputs.skipped)
 
 
 def _settle(i: int, files: list[Path], key: tuple, fmt: Format, how: str, ss: SourceSpec | None,

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kvir.core.progress import stderr
 
 
 @dataclass
@@ -98,24 +97,3 @@ def _replay_counts(r: Any, case_dir: Path) -> dict[str, Any]:
         sources = case.con.execute("SELECT count(DISTINCT source_account_id) FROM replay_exposure").fetchone()[0] \
             if case.has("replay_exposure") else None
     return {"verdicts": verdicts, "source_accounts": sources}
-
-
-def print_demo(result: DemoResult) -> None:
-    from rich.table import Table
-
-    t = Table(title="kvir demo: the reference incident (KVIR-2026-0001, GLM-5.3)", title_justify="left")
-    t.add_column("stage")
-    t.add_column("result", overflow="fold")
-    t.add_column("s", justify="right")
-    for stage, info in result.stages.items():
-        info = dict(info)
-        secs = info.pop("seconds", "")
-        skipped = info.pop("skipped", None)
-        text = f"[yellow]skipped:[/] {skipped}" if skipped else ", ".join(f"{k}={v}" for k, v in info.items() if k != "path")
-        t.add_row(stage, text, str(secs))
-    stderr.print(t)
-    stderr.print(f"fleet: {result.fleet}\ncase:  {result.case}  (affected.csv, accounts.csv, nodes.csv, manifest.json)",
-                 highlight=False)
-    index = result.case / "reports" / "index.html"
-    if index.exists():
-        stderr.print(f"reports: {index}", highlight=False)

@@ -22,7 +22,7 @@ from kvir.case.store import Case
 from kvir.case.spec_tables import record_spec
 from kvir.core.errors import InputError, TooManyBadLines
 from kvir.case.export import write_csv, write_parquet
-from kvir.ingest.run import IngestOptions, ingest, plan_sources
+from kvir.ingest.run import IngestOptions, ingest, plan_inputs
 from kvir.core.progress import Reporter
 from kvir.spec.model import IncidentSpec, load_spec
 
@@ -70,7 +70,8 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
            year: int | None = None, max_bad_lines: int | None = None, keep_raw: bool = False,
            hash: str = "auto", progress: bool = False, memory_limit: str | None = None,
            threads: int | None = None, startup: list[str | Path] | None = None,
-           inventory: str | Path | None = None, join_tolerance_s: float | None = None) -> TriageResult:
+           inventory: str | Path | None = None, join_tolerance_s: float | None = None,
+           max_line_bytes: int | None = None) -> TriageResult:
     """Run a triage into the case folder `out` and return its result (see module docstring)."""
     t0 = time.perf_counter()
     if hash not in ("auto", "full", "footer", "none"):
@@ -80,13 +81,18 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
                          keep_raw=keep_raw, hash=hash)
     if join_tolerance_s is not None:
         opts.join_tolerance_s = float(join_tolerance_s)
-    sources = plan_sources(list(paths or []), spec, opts)
+    if max_line_bytes is not None:
+        if max_line_bytes < 1024:
+            raise InputError(f"--max-line-bytes must be at least 1024, not {max_line_bytes}")
+        opts.max_line_bytes = int(max_line_bytes)
+    plan = plan_inputs(list(paths or []), spec, opts)
+    sources = plan.sources
     case = Case.create(out, memory_limit=memory_limit, threads=threads)
     reporter = Reporter(enabled=progress)
     try:
         with reporter.session():
             record_spec(case, spec)
-            ingest(case, sources, opts, reporter)
+            ingest(case, sources, opts, reporter, skipped=plan.skipped)
             _refuse_naive_without_zone(case)
             pool_in_effect = False
             if startup:
@@ -106,7 +112,8 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
             # aggregate finding: what Prometheus histograms imply (bounds, never requests)
             case.run("triage/aggregate_bounds", params)
             params["requests_total"], params["in_scope"] = _scope_counts(case, params)
-            row = case.run("triage/summary", params, fetch=True)
+            case.run("triage/summary", params)   # the case table triage_summary: what the reports state too
+            row = case.con.execute("SELECT * FROM triage_summary").fetchall()
             cols = [d[0] for d in case.con.description]
         summary = _summary(spec, dict(zip(cols, row[0])))
         summary["threshold"] = ("pool in effect per node and time (node_configs from start-up logs)"
@@ -116,6 +123,7 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
                 "SELECT threshold_source, count(*) FROM triage_hits GROUP BY 1 ORDER BY 1").fetchall())
         counts = _source_rows(case)
         outputs = _export(case, keep_raw)
+        summary["inputs_skipped"] = len(plan.skipped)
         summary["seconds"] = round(time.perf_counter() - t0, 3)
         case.manifest["triage"] = {"summary": summary, "rule": spec.trigger.describe(),
                                    "other_rule": spec.trigger.describe(spec.trigger.other_rule)}
@@ -125,10 +133,11 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
         case.save_manifest()
         (case.path / "summary.json").write_text(json.dumps({"summary": summary, "sources": counts},
                                                            indent=2, default=str) + "\n")
+        case.commit()      # the complete new case replaces the old one in one step
     except BaseException:
-        case.save_manifest()
+        case.close()       # the staged work is dropped: an earlier case at `out` stays whole
         raise
-    result = TriageResult(case, spec, summary, counts, outputs)
+    result = TriageResult(case, spec, summary, counts, {k: case.path / v.name for k, v in outputs.items()})
     quarantined = sum(s["quarantined"] for s in counts)
     if max_bad_lines is not None and quarantined > max_bad_lines:
         raise TooManyBadLines(f"{quarantined} records quarantined, more than --max-bad-lines {max_bad_lines} "
@@ -190,7 +199,8 @@ def _export(case: Case, keep_raw: bool) -> dict[str, Path]:
                                     columns=["source_file", "source_line", "format", "reason"] + (["raw"] if keep_raw else [])),
     }
     # joins of candidates / identities, and the aggregate finding from histograms: only when there are any
-    for name, table in (("evidence_joins.csv", "evidence_joins"), ("aggregate_findings.csv", "aggregate_findings")):
+    for name, table in (("evidence_joins.csv", "evidence_joins"), ("aggregate_findings.csv", "aggregate_findings"),
+                        ("skipped.csv", "skipped_inputs")):
         if case.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]:   # kvir table names
             out[name] = write_csv(case.con, table, p / name)
     return out

@@ -1,0 +1,131 @@
+"""Everything kvir shows a person goes through this package: one error path, safe text, tables, JSON.
+
+Log-derived and user-given strings (ids, paths, models, spec keys, table names) can hold terminal escape
+sequences or rich markup: they are always shown as plain text with control characters made visible
+(kvir.core.text.visible), never interpreted. kvir's own styling is applied with Text styles, not markup
+around foreign text. Results go to stdout (JSON) or files; tables, progress and errors go to stderr.
+"""
+from __future__ import annotations
+
+import errno
+import functools
+import json
+import math
+from typing import Any, Callable, Iterable, NoReturn
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from kvir.core.errors import KvirError
+from kvir.core.jsonable import jsonable
+from kvir.core.progress import stderr
+from kvir.core.text import visible
+
+__all__ = ["stderr", "cell", "table", "say", "fail", "guarded", "echo", "echo_json", "show", "blank"]
+
+# OS errors a user can act on (a full or read-only disk, a missing permission, a missing file): one line,
+# exit 2, naming the path. Anything else is a bug and keeps its traceback.
+_USER_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EROFS: "read-only file system",
+                errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
+                errno.ENOENT: "no such file or directory", errno.EDQUOT: "disk quota exceeded",
+                errno.ENOTDIR: "not a folder", errno.EISDIR: "is a folder"}
+
+
+def blank(value: Any) -> bool:
+    """None, NaN, NaT and pandas' NA: nothing to show."""
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return str(value) in ("NaT", "<NA>", "nan", "None")
+
+
+def show(value: Any, fmt: str = "{}") -> str:
+    """A value as plain text: '-' when blank, numbers through `fmt`, booleans as yes/no."""
+    if blank(value):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer() and fmt == "{}":
+        value = int(value)
+    try:
+        return visible(fmt.format(value))
+    except (ValueError, TypeError):
+        return visible(value)
+
+
+def cell(value: Any, style: str = "", fmt: str = "{}") -> Text:
+    """One table cell: the value as plain text (never markup), control characters visible."""
+    if isinstance(value, Text):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and fmt == "{}":
+        fmt = "{:,}"
+    return Text(show(value, fmt), style=style)
+
+
+def table(title: str, columns: Iterable[str | tuple[str, str]], rows: Iterable[Iterable[Any]]) -> Table:
+    """A rich table whose every cell goes through `cell`. A column is a name or (name, 'right')."""
+    t = Table(title=Text(visible(title)), title_justify="left")
+    for c in columns:
+        name, justify = (c, "left") if isinstance(c, str) else c
+        t.add_column(name, overflow="fold", justify=justify)
+    for r in rows:
+        t.add_row(*(cell(v) for v in r))
+    return t
+
+
+def say(*parts: Any, style: str = "") -> None:
+    """One line on stderr; every part is shown as plain text (kvir's words and foreign values alike)."""
+    stderr.print(Text(" ".join(visible(p) for p in parts), style=style), highlight=False, soft_wrap=True)
+
+
+def fail(e: BaseException | str) -> NoReturn:
+    """The one error path of every command: `kvir: <message>` on one line on stderr, exit status 2."""
+    stderr.print(Text("kvir: ", style="bold red") + Text(visible(_message(e))), highlight=False, soft_wrap=True)
+    raise typer.Exit(code=2)
+
+
+def _message(e: BaseException | str) -> str:
+    if isinstance(e, OSError) and e.errno in _USER_ERRNOS:
+        where = e.filename or ""
+        return f"{where}: {_USER_ERRNOS[e.errno]}" if where else _USER_ERRNOS[e.errno]
+    return " ".join(str(e).split("\n")) if not isinstance(e, str) else e
+
+
+def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a command so user-fixable errors (KvirError, a full/read-only disk, a missing permission) end
+    with one line and exit 2 instead of a traceback."""
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except KvirError as e:
+            fail(e)
+        except OSError as e:
+            if e.errno in _USER_ERRNOS:
+                fail(e)
+            raise
+        except Exception as e:   # DuckDB reports a full or read-only disk as its own IOException
+            if type(e).__module__.startswith("duckdb") and _disk_problem(str(e)):
+                fail(f"the case's disk: {_disk_problem(str(e))} ({' '.join(str(e).split())[:300]})")
+            raise
+    return run
+
+
+def _disk_problem(message: str) -> str | None:
+    for needle, what in (("No space left", "no space left on the device"), ("Read-only file system", "read-only file system"),
+                         ("Permission denied", "permission denied"), ("Disk quota", "disk quota exceeded")):
+        if needle in message:
+            return what
+    return None
+
+
+def echo(text: str) -> None:
+    """A result line on stdout (a path, a count): control characters visible."""
+    typer.echo(visible(text))
+
+
+def echo_json(obj: Any) -> None:
+    """Machine output on stdout: JSON (json.dumps escapes control characters itself)."""
+    typer.echo(json.dumps(jsonable(obj), indent=2, default=str))

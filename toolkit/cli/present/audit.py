@@ -1,0 +1,110 @@
+"""`kvir audit`'s tables on stderr: node starts, findings, prefill exposure, runtime indicators, problems.
+
+Everything shown comes from parsed values (numbers, flags, node names, file:line); no log line text."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from rich.text import Text
+
+from kvir.audit.rules import SEVERITIES
+from kvir.cli.present import blank, cell, show, stderr, table
+
+MAX_PROBLEM_ROWS = 12
+SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan"}
+
+
+def _ts(x: Any) -> str:
+    return "-" if blank(x) else x.strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _flag(x: Any) -> Text:
+    s = show(x)
+    return Text("?", style="dim") if s == "-" else Text("on", style="green") if s == "yes" else \
+        Text("off", style="red") if s == "no" else cell(s)
+
+
+def _where(file: Any, line: Any) -> str:
+    return f"{short_path(file)}:{show(line)}"
+
+
+def short_path(path: Any) -> str:
+    s = show(path)
+    if s == "-":
+        return s
+    try:
+        rel = os.path.relpath(s)
+        return rel if not rel.startswith("../..") else s
+    except ValueError:
+        return s
+
+
+def counts_text(f) -> str:
+    parts = []
+    for s in SEVERITIES:
+        n_fail = int(((f["severity"] == s) & (f["status"] == "fail")).sum())
+        n_unk = int(((f["severity"] == s) & (f["status"] == "unknown")).sum())
+        if n_fail or n_unk:
+            parts.append(f"{s} {n_fail}" + (f" + {n_unk} unknown" if n_unk else ""))
+    return ", ".join(parts) or "none"
+
+
+def print_audit(result) -> None:
+    nc = result.node_configs
+    rows = []
+    for r in nc.to_dict("records"):
+        bad = str(r.get("holds_context")) == "False"
+        rows.append([r["node"], r["role"], _ts(r["ts"]), f"{show(r['engine'])} {show(r['version'])}",
+                     cell(r["pool_tokens"], "red" if bad else ""), r["context_len"], r["max_req_input_len"],
+                     _flag(r["kv_checksum"]), _flag(r["kv_canary"]), _flag(r["deferred_release"]),
+                     r["transfer_batch_cap"], _where(r["evidence_file"], r["evidence_line"])])
+    right = ("pool", "context", "max input", "batch cap")
+    stderr.print(table("Node starts (pool vs context from the start-up logs; ? = not in the evidence)",
+                       [(c, "right") if c in right else c for c in
+                        ("node", "role", "start (UTC)", "engine", "pool", "context", "max input", "checksum",
+                         "canary", "deferred rel.", "batch cap", "evidence")], rows))
+
+    f = result.findings
+    stderr.print(table(f"Findings: {len(f)} ({counts_text(f)})",
+                       ("severity", "status", "rule", "node", "when (UTC)", "finding", "evidence"),
+                       [[cell(r["severity"], SEVERITY_STYLE.get(r["severity"], "")), r["status"],
+                         f"{r['rule_id']} {r['rule_name']}", r["node"], _ts(r["ts"]), r["message"],
+                         _where(r["evidence_file"], r["evidence_line"])] for r in f.to_dict("records")]))
+
+    ne = result.node_exposure
+    if len(ne):
+        rows = []
+        for r in ne.to_dict("records"):
+            until = _ts(r["exposed_until"])
+            still = until == "-" and r["state"] != "never exposed"
+            rows.append([r["node"], r["state"], _ts(r["exposed_from"]),
+                         cell("still exposed", "red") if still else until, r["pool_tokens"], r["context_len"],
+                         r["ended_by"]])
+        stderr.print(table("Prefill node exposure (pool below context on a build without the fix)",
+                           ("node", "state", "from (UTC)", "until (UTC)", "pool", "context", "ended by"), rows))
+
+    ri = result.runtime_indicators
+    if len(ri):
+        agg = (ri.groupby(["node", "indicator"], dropna=False)
+                 .agg(count=("count", "sum"), first=("first_ts", "min"), last=("last_ts", "max"),
+                      hours=("hour", "nunique"), signal=("incident_signal", "max"))
+                 .reset_index())
+        stderr.print(table("Runtime indicators (per node; hourly counts are in runtime_indicators)",
+                           ("node", "indicator", "count", "hours", "first (UTC)", "last (UTC)", "signal"),
+                           [[r["node"], r["indicator"], int(r["count"]), int(r["hours"]), _ts(r["first"]),
+                             _ts(r["last"]), cell("yes", "red") if r["signal"] else "no"]
+                            for r in agg.to_dict("records")]))
+
+    files = result.files
+    if not len(files):
+        return
+    shown = [r for r in files.to_dict("records")
+             if show(r["note"]) != "-" or r["truncated"] or r["ts_problems"] or r["too_long"]]
+    if shown:
+        rows = [[short_path(r["path"]), int(r["lines_read"]), int(r["recognised"]), r["truncated"],
+                 r["ts_problems"], r["too_long"], r["note"]] for r in shown[:MAX_PROBLEM_ROWS]]
+        if len(shown) > MAX_PROBLEM_ROWS:
+            rows.append([f"... and {len(shown) - MAX_PROBLEM_ROWS} more file(s)", "", "", "", "", "", "see audit_problems"])
+        stderr.print(table("Inputs with problems (see audit_problems)",
+                           ("file", "lines", "recognised", "truncated", "time problems", "too long", "note"), rows))

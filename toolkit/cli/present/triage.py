@@ -1,0 +1,106 @@
+"""`kvir triage`'s summary on stderr: inputs (read = parsed + quarantined), how each was read, the counts.
+
+Ids, counts and times only: never prompt or response text. Paths are shown relative to their common folder."""
+from __future__ import annotations
+
+import os
+
+from kvir.cli.present import say, stderr, table
+from kvir.ingest.formats import FORMATS
+
+
+def relative(labels: list[str]) -> list[str]:
+    """Paths relative to their common folder, so long absolute paths do not crowd the table."""
+    try:
+        root = os.path.commonpath([os.path.dirname(x) for x in labels]) if len(labels) > 1 else ""
+    except ValueError:
+        root = ""
+    return [os.path.relpath(x, root) if root and x.startswith(root) else x for x in labels]
+
+
+def zone_shown(source: dict) -> str:
+    """The zone a source's naive times were read in; formats whose times are UTC by definition say so."""
+    fmt = FORMATS.get(source["format"])
+    if fmt is not None and fmt.times_utc:
+        return "UTC (by format)"
+    return source["source_tz"] or "-"
+
+
+def print_triage(result) -> None:
+    s, sources = result.summary, result.sources
+    cols = ("read", "parsed", "requests", "quarantined")
+    rows = [[name, r["format"], *(r[c] for c in cols)] for name, r in zip(relative([str(r["label"]) for r in sources]), sources)]
+    if len(sources) > 1:
+        rows.append(["all inputs", "", *(sum(r[c] for r in sources) for c in cols)])
+    stderr.print(table("Inputs: read = parsed + quarantined (per file)",
+                       ["input", "format", *((c, "right") for c in cols)], rows))
+    skipped = result.case.con.execute("SELECT path, reason FROM skipped_inputs ORDER BY path").fetchall()
+    if skipped:
+        stderr.print(table(f"Skipped: {len(skipped)} file(s) that cannot be inputs (skipped.csv)", ("file", "reason"),
+                           [[name, reason] for name, (_, reason) in zip(relative([p for p, _ in skipped]), skipped)]))
+
+    settings: dict[tuple, int] = {}
+    for r in sources:
+        key = (r["format"], r["chosen_by"].split(" (")[0], zone_shown(r), r["served_model"] or "-",
+               r["served_model_source"] or "-")
+        settings[key] = settings.get(key, 0) + 1
+    stderr.print(table("How each input was read", ("files", "format", "chosen", "time zone", "served model", "model from"),
+                       [[n, *key] for key, n in settings.items()]))
+
+    other = s["other_rule"].split(":")[0]
+    rows = [
+        ("requests (all sources, merged)", s["requests_total"]),
+        ("input files skipped (empty, special, unreadable)", s.get("inputs_skipped", 0)),
+        ("of the incident's model, inside the window", "not counted (columnar input read in place)"
+         if s["in_scope"] is None else s["in_scope"]),
+        ("affected responses", s["affected"]),
+        ("  accounts (known)", s["affected_accounts"]),
+        ("  of which unknown account (engine logs)", s["affected_unknown_account"]),
+        ("  of which labelled accounts", s["affected_labelled"]),
+        ("excluded accounts' affected responses", s["excluded"]),
+        ("rejected correctly (4xx / abort 400)", s["rejected"]),
+        ("failed (5xx)", s["failed"]),
+        ("aborted by the client", s["aborted"]),
+        ("undecidable (field missing)", s["undecidable"]),
+        ("possibly affected (start known only to the hour, crossing a window edge)", s.get("possibly_affected", 0)),
+        (f"other rule would add ({other})", s["other_rule_adds"]),
+        (f"other rule would drop ({other})", s["other_rule_drops"]),
+    ]
+    rows += [(f"  flagged requests judged by: {src}", n) for src, n in (s.get("threshold_sources") or {}).items()]
+    rows.append(("first / last affected (UTC)", f"{s['first_affected'] or '-'} / {s['last_affected'] or '-'}"))
+    joined = sum(s.get(k) or 0 for k in ("join_matched", "join_missed", "join_ambiguous"))
+    if joined:
+        rows.append((f"evidence joined by id or time (±{s.get('join_tolerance_s') or 0:g} s): matched / missed / ambiguous",
+                     f"{s.get('join_matched') or 0:,} / {s.get('join_missed') or 0:,} / {s.get('join_ambiguous') or 0:,}"))
+    if s.get("aggregate_series"):
+        rows.append(("aggregate finding (Prometheus histograms: bounds, not requests)",
+                     f"between {s['aggregate_lower']:,} and {s['aggregate_upper']:,}"))
+    stderr.print(table(f"Triage {s['incident']}: {s['rule']}", ("count", ("value", "right")), rows))
+    if s.get("aggregate_series"):
+        _print_aggregates(result)
+    if joined:
+        _print_joins(result)
+    say(f"case: {result.path}  (affected.csv, accounts.csv, nodes.csv, manifest.json)")
+
+
+def _print_aggregates(result) -> None:
+    """The aggregate finding per histogram series: clearly labelled as bounds, never requests."""
+    rows = result.case.con.execute(
+        "SELECT source_file, metric, coalesce(model, '-'), lower, upper, threshold, basis FROM aggregate_findings "
+        "ORDER BY source_id, metric, labels").fetchall()
+    names = relative([str(r[0]) for r in rows])
+    stderr.print(table("Aggregate finding (not request-level evidence): requests above the threshold implied by "
+                       "prompt-token histograms",
+                       ("scrape", "histogram", "model", ("between", "right"), ("and", "right"), "threshold", "over"),
+                       [[name, *r[1:]] for name, r in zip(names, rows)]))
+
+
+def _print_joins(result) -> None:
+    """How candidates and gateway identities were joined to requests with counts (per source, by status)."""
+    rows = result.case.con.execute(
+        "SELECT s.label, e.pass, e.status, coalesce(e.method, '-'), count(*), any_value(e.tolerance_s) "
+        "FROM evidence_joins AS e JOIN sources AS s USING (source_id) GROUP BY ALL ORDER BY 1, 2, 3, 4").fetchall()
+    names = relative([str(r[0]) for r in rows])
+    stderr.print(table("Evidence joins (candidates and customer identities to requests with prompt lengths)",
+                       ("source", "pass", "status", "keys", ("requests", "right"), ("tolerance", "right")),
+                       [[name, r[1], r[2], r[3], r[4], f"±{r[5]:g} s"] for name, r in zip(names, rows)]))

@@ -1,0 +1,82 @@
+"""`kvir init`, `kvir triage` and `kvir formats`: the spec, the affected responses, the formats read."""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kvir.cli.present import echo, echo_json, fail, guarded, say
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
+    app.command("triage")(triage)
+    app.command("formats")(formats)
+
+
+@guarded
+def init(path: Annotated[Path, typer.Argument(help="Where to write the template.")] = Path("incident.toml"),
+         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False) -> None:
+    """Write a commented incident.toml template, then say the next three commands."""
+    from kvir.spec.model import TEMPLATE
+
+    if path.exists() and not force:
+        fail(f"{path}: already exists (use --force to overwrite)")
+    path.write_text(TEMPLATE)
+    echo(str(path))
+    for line in next_steps(path):
+        say(line)
+
+
+def next_steps(spec: Path) -> list[str]:
+    """What a responder runs after `kvir init`, with the spec's real path in each command."""
+    s = shlex.quote(str(spec))
+    return [f"next: edit {spec} (models, window, trigger pool and context; [[accounts]] you know), then:",
+            f"  kvir triage -i {s} -o case LOGS...        # the affected responses, accounts, nodes",
+            "  kvir audit STARTUP_LOGS... --case case     # every node's KV pool vs context, build, flags",
+            "  kvir report --case case                    # timeline and disclosure documents in case/reports/"]
+
+
+@guarded
+def triage(
+    paths: Annotated[Optional[list[str]], typer.Argument(help="Log files, folders or globs (default: the [[sources]] of the spec).")] = None,
+    incident: Annotated[Path, typer.Option("--incident", "-i", help="The incident spec (incident.toml).")] = Path("incident.toml"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="The case folder to create or overwrite.")] = Path("case"),
+    format: Annotated[str, typer.Option("--format", "-f", help="auto, or a name from `kvir formats`.")] = "auto",
+    source_tz: Annotated[Optional[str], typer.Option("--source-tz", help="Zone of naive timestamps: IANA name or +HH:MM.")] = None,
+    served_model: Annotated[Optional[str], typer.Option("--served-model", help="Model served by engine logs that do not name it in their settings dump.")] = None,
+    year: Annotated[Optional[int], typer.Option("--year", help="Year for year-less timestamps (vLLM).")] = None,
+    max_bad_lines: Annotated[Optional[int], typer.Option("--max-bad-lines", help="Fail when more records than this are quarantined.")] = None,
+    keep_raw: Annotated[bool, typer.Option("--keep-raw", help="Keep the raw text of quarantined lines (may hold prompts).")] = False,
+    hash: Annotated[str, typer.Option("--hash", help="Input fingerprints: auto (full for text, footer for Parquet), full (SHA-256 of every byte), footer, none.")] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables on stderr.")] = False,
+    memory_limit: Annotated[Optional[str], typer.Option("--memory-limit", help="DuckDB memory limit, e.g. 4GB.")] = None,
+    startup: Annotated[Optional[list[str]], typer.Option("--startup", help="Start-up logs (repeatable): judge each request by the pool in effect on its node at that time.")] = None,
+    inventory: Annotated[Optional[Path], typer.Option("--inventory", help="Inventory TOML mapping start-up log files to nodes (with --startup).")] = None,
+    join_tolerance: Annotated[float, typer.Option("--join-tolerance", help="Seconds within which evidence without a shared id is joined by time.")] = 2.0,
+    max_line_bytes: Annotated[Optional[int], typer.Option("--max-line-bytes", help="Quarantine records longer than this many bytes (default 16 MiB); the rest of the file is still read.")] = None,
+) -> None:
+    """Find the affected responses, the accounts and the nodes behind them."""
+    from kvir.cli.present.triage import print_triage
+    from kvir.triage.run import triage as run_triage
+
+    result = run_triage(incident, paths or [], out=out, format=format, source_tz=source_tz,
+                        served_model=served_model, year=year, max_bad_lines=max_bad_lines,
+                        keep_raw=keep_raw, hash=hash, progress=not quiet,
+                        memory_limit=memory_limit, startup=startup or None, inventory=inventory,
+                        join_tolerance_s=join_tolerance, max_line_bytes=max_line_bytes)
+    if not quiet:
+        print_triage(result)
+    if as_json:
+        echo_json(result.as_json())
+
+
+@guarded
+def formats() -> None:
+    """List every log format kvir reads, with what each needs."""
+    from kvir.cli.present.formats import print_formats
+
+    print_formats()
