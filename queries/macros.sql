@@ -220,6 +220,20 @@ CREATE OR REPLACE MACRO kvir_sglang_outcome(ftype, status_code) AS CASE
     WHEN ftype = 'abort' THEN 'aborted'
     ELSE NULL END;
 
+-- SGLang's scheduler refusing a prompt for length: Req.set_finish_with_abort logs, in every build 0.5.11-0.5.23,
+-- `[<host-local time>[ <rank tags>]] Input length (N tokens) exceeds the maximum allowed length (M tokens). Use a
+-- shorter input or enable --allow-auto-truncate., self.rid='<rid>'` and then swaps the prompt for a 1-token stub,
+-- so the request's own Finish line says prompt_tokens 1. NULL for any other line (cheap: one position() first).
+CREATE OR REPLACE MACRO kvir_sglang_rejection(line) AS CASE
+    WHEN position('exceeds the maximum allowed length' IN line) > 0 THEN regexp_extract(line,
+        '^(?:\S+\s+(?:stdout|stderr)\s+[FP]\s+|\S+\s+)?\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:[.,]\d+)?(?: [^\]]*)?\] '
+        || 'Input length \((\d+) tokens\) exceeds the maximum allowed length \((\d+) tokens\)\..*, self\.rid=(?:''([^'']*)''|"([^"]*)")\s*$',
+        ['stamp', 'tokens', 'limit', 'rid', 'rid_dq']) END;
+-- The real prompt length of a request SGLang rejected for length, from the abort's message (finish_reason.message
+-- repeats the scheduler's text: the Finish line's prompt_tokens is the stub's 1), else NULL.
+CREATE OR REPLACE MACRO kvir_sglang_rejected_len(message) AS
+    TRY_CAST(nullif(regexp_extract(message, 'Input length \((\d+) tokens\) exceeds the maximum allowed length', 1), '') AS BIGINT);
+
 CREATE OR REPLACE MACRO kvir_sglang_status(ftype, status_code) AS CASE
     WHEN ftype IN ('stop', 'length') THEN 200
     WHEN ftype = 'abort' THEN status_code

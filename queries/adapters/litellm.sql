@@ -2,20 +2,29 @@
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
 --
--- Columns of LiteLLM_SpendLogs (schema.prisma): request_id (often the provider's response id),
--- startTime / endTime (timestamp(3) WITHOUT time zone holding UTC: naive strings are UTC, never the
--- host's zone), model (the deployment's model), model_group (the public alias), prompt_tokens,
--- completion_tokens, end_user (the customer id), user, team_id, api_key (hashed), status
+-- Example: chatcmpl-153ee8f3b1c846beb7168a915c7fb778,acompletion,154037ac727a5df934696fab403ce5ff20cdcd9a8505ae24facbc6a7a96ff1f2,0.1362618,681288,681281,7,2026-09-02 10:00:02.405,2026-09-02 10:00:03.179,,hosted_vllm/zai-org/GLM-5.3,,zai-org/GLM-5.3,hosted_vllm,,u_internal,{},False,,[],team_1,cust_a,,{},{},{},,success,,,,,,,,
+-- Required: request_id, startTime, model_group|model
+-- Optional: endTime, prompt_tokens, completion_tokens, custom_llm_provider, end_user, user, team_id, status, metadata
+--
+-- Columns of LiteLLM_SpendLogs (schema.prisma; the proxy's own spend-log payload, get_logging_payload):
+-- request_id (the provider's response id on success; LiteLLM's call id on failure), startTime / endTime
+-- (timestamp(3) WITHOUT time zone holding UTC: naive strings are UTC, never the host's zone), model (the
+-- deployment's model, provider-prefixed: hosted_vllm/zai-org/GLM-5.3), model_group (the public model name
+-- the client asked for: the name an incident's aliases use), custom_llm_provider, prompt_tokens,
+-- completion_tokens, end_user (the customer id; '' when none), user, team_id, api_key (hashed), status
 -- (success | failure, nullable), metadata (jsonb: error_information.error_code on failures).
--- account_id = end_user, else user, else team_id. Outcome: success = served; failure = rejected for a
--- 4xx error code, failed otherwise; no status = unknown. SpendLogs has no HTTP status column: it is
--- only set from a failure's error code.
+-- model = model_group, else model without its `<custom_llm_provider>/` prefix. account_id = end_user, else
+-- user, else team_id. Outcome: success = served; failure = rejected for a 4xx error code, failed otherwise;
+-- no status = unknown. A failure row's prompt_tokens is not the engine's count (LiteLLM's own estimate of
+-- the request, or 0): its length is unknown. SpendLogs has no HTTP status column: it is only set from a
+-- failure's error code.
 WITH parsed AS (
     SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
              THEN TRY(from_json(i.line, '{"request_id":"VARCHAR","startTime":"VARCHAR","endTime":"VARCHAR",
                   "model":"VARCHAR","model_group":"VARCHAR","prompt_tokens":"VARCHAR","completion_tokens":"VARCHAR",
                   "end_user":"VARCHAR","user":"VARCHAR","team_id":"VARCHAR","status":"VARCHAR","metadata":"VARCHAR",
+                  "custom_llm_provider":"VARCHAR",
                   "cache_hit":"VARCHAR","call_type":"VARCHAR"}')) END AS j,
         s.tz_iana, s.tz_offset_min
     FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
@@ -28,7 +37,10 @@ fields AS (
         kvir_count(p.j.prompt_tokens) AS n_prompt,
         kvir_count(p.j.completion_tokens) AS n_completion,
         kvir_text(coalesce(kvir_text(p.j.end_user), kvir_text(p.j.user), kvir_text(p.j.team_id))) AS account,
-        kvir_text(coalesce(kvir_text(p.j.model), kvir_text(p.j.model_group))) AS model,
+        coalesce(kvir_text(p.j.model_group),
+                 CASE WHEN starts_with(p.j.model, kvir_text(p.j.custom_llm_provider) || '/')
+                      THEN kvir_text(substr(p.j.model, length(kvir_text(p.j.custom_llm_provider)) + 2)) END,
+                 kvir_text(p.j.model)) AS model,
         lower(kvir_text(coalesce(p.j.status, CASE WHEN json_valid(p.j.metadata) THEN p.j.metadata ->> '$.status' END))) AS status,
         TRY_CAST(CASE WHEN json_valid(p.j.metadata) THEN p.j.metadata ->> '$.error_information.error_code' END AS INTEGER) AS err_code
     FROM parsed AS p
@@ -50,7 +62,7 @@ SELECT
     f.ts1 AS ts_end,
     f.account AS account_id,
     f.model,
-    f.n_prompt AS prompt_tokens,
+    CASE WHEN f.status IS DISTINCT FROM 'failure' THEN f.n_prompt END AS prompt_tokens,   -- a failure's: not the engine's
     f.n_completion AS completion_tokens,
     CASE WHEN f.status = 'failure' THEN f.err_code END AS http_status,
     CASE WHEN f.status = 'success' THEN 'served'
