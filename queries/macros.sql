@@ -220,6 +220,20 @@ CREATE OR REPLACE MACRO kvir_sglang_outcome(ftype, status_code) AS CASE
     WHEN ftype = 'abort' THEN 'aborted'
     ELSE NULL END;
 
+-- SGLang's scheduler refusing a prompt for length: Req.set_finish_with_abort logs, in every build 0.5.11-0.5.23,
+-- `[<host-local time>[ <rank tags>]] Input length (N tokens) exceeds the maximum allowed length (M tokens). Use a
+-- shorter input or enable --allow-auto-truncate., self.rid='<rid>'` and then swaps the prompt for a 1-token stub,
+-- so the request's own Finish line says prompt_tokens 1. NULL for any other line (cheap: one position() first).
+CREATE OR REPLACE MACRO kvir_sglang_rejection(line) AS CASE
+    WHEN position('exceeds the maximum allowed length' IN line) > 0 THEN regexp_extract(line,
+        '^(?:\S+\s+(?:stdout|stderr)\s+[FP]\s+|\S+\s+)?\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:[.,]\d+)?(?: [^\]]*)?\] '
+        || 'Input length \((\d+) tokens\) exceeds the maximum allowed length \((\d+) tokens\)\..*, self\.rid=(?:''([^'']*)''|"([^"]*)")\s*$',
+        ['stamp', 'tokens', 'limit', 'rid', 'rid_dq']) END;
+-- The real prompt length of a request SGLang rejected for length, from the abort's message (finish_reason.message
+-- repeats the scheduler's text: the Finish line's prompt_tokens is the stub's 1), else NULL.
+CREATE OR REPLACE MACRO kvir_sglang_rejected_len(message) AS
+    TRY_CAST(nullif(regexp_extract(message, 'Input length \((\d+) tokens\) exceeds the maximum allowed length', 1), '') AS BIGINT);
+
 CREATE OR REPLACE MACRO kvir_sglang_status(ftype, status_code) AS CASE
     WHEN ftype IN ('stop', 'length') THEN 200
     WHEN ftype = 'abort' THEN status_code
@@ -242,12 +256,22 @@ CREATE OR REPLACE MACRO kvir_duration_s(x) AS CASE
 CREATE OR REPLACE MACRO kvir_is_generation_path(p) AS
     regexp_matches(p, '/(v1/)?(chat/completions|completions|generate|responses|messages)/?(\?.*)?$');
 
--- A record's parse problem when its JSON did not parse: over-long, blank (a skip), not an object, malformed.
-CREATE OR REPLACE MACRO kvir_json_problem(text, n_bytes, max_bytes) AS CASE
-    WHEN n_bytes > max_bytes THEN 'line longer than ' || max_bytes || ' bytes'
-    WHEN trim(text) = '' THEN 'blank line'
-    WHEN json_valid(text) THEN 'JSON value is not an object'
-    ELSE 'malformed JSON' END;
+-- An adapter's verdict on a record (queries/adapters/README.md): NULL = a request; kvir_skip(why) =
+-- counted, not a request; kvir_bad(why) = quarantined. The shared epilogue (kvir.ingest.epilogue) turns it
+-- into the record's kind and reason.
+CREATE OR REPLACE MACRO kvir_skip(why) AS {'kind': 'skip', 'reason': CAST(why AS VARCHAR)};
+CREATE OR REPLACE MACRO kvir_bad(why) AS {'kind': 'bad', 'reason': CAST(why AS VARCHAR)};
+-- The verdict on a record the reader could hand over but whose JSON object did not parse: a blank line is
+-- counted (skip); anything else is quarantined.
+CREATE OR REPLACE MACRO kvir_unparsed(text) AS CASE
+    WHEN trim(text) = '' THEN kvir_skip('blank line')
+    WHEN json_valid(text) THEN kvir_bad('JSON value is not an object')
+    ELSE kvir_bad('malformed JSON') END;
+-- The verdict the reader's problem or an unparsed JSON record gives, else NULL (the adapter decides):
+-- an adapter's verdict is coalesce(kvir_reader_verdict(problem, text, parsed), <its own CASE>).
+CREATE OR REPLACE MACRO kvir_reader_verdict(problem, text, parsed) AS CASE
+    WHEN problem IS NOT NULL THEN kvir_bad(problem)
+    WHEN parsed IS NULL THEN kvir_unparsed(text) END;
 
 -- Outcome of a request whose client-facing status is known, with Envoy-style response flags:
 -- DC (downstream connection termination) = the client went away; UF/UO/UC/UT/URX/NR with no status = failed.

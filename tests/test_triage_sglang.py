@@ -26,7 +26,7 @@ JSON_LINES = [
     fin("2026-08-30T10:00:05", "r8", 750000, ftype="abort", status=500),  # 9 failed (5xx)
     '{"timestamp": "2026-08-30T10:00:06", "event": "request.finished", "rid": "r',   # 10 truncated line
     fin("2026-13-45T00:00:00", "r9", 700000),                           # 11 impossible date
-    '{"timestamp": "2026-08-30T10:00:07", "event": "request.finished", "rid": "r10", "out": {"meta_info": {"id": "r10", "e2e_latency": 1.0}}}',  # 12 no prompt_tokens
+    '{"timestamp": "2026-08-30T10:00:07", "event": "request.finished", "rid": "r10", "out": {"meta_info": {"id": "r10", "e2e_latency": 1.0}}}',  # 12 no prompt_tokens: length unknown
     fin("2026-09-09T14:40:00", "r11", 681281, latency=0.0),             # 13 start = window_end exactly: in
     fin("2026-09-09T14:40:00.000001", "r12", 681281, latency=0.0),      # 14 one microsecond after: out
     "",                                                                  # 15 blank
@@ -43,15 +43,16 @@ def test_json_log_public_rule(spec, json_log, tmp_path):
     r = kvir.triage(spec(), [json_log], out=tmp_path / "case", source_tz=CHI)
     assert ids(r.affected) == {"r1", "r5", "r11"}
     s = r.summary
-    assert (s["rejected"], s["aborted"], s["failed"], s["undecidable"]) == (1, 1, 1, 1)
+    # undecidable: r13 (finish_reason null) and r10 (no prompt_tokens: kept with an unknown length, as SGLang's
+    # own abort of a request in flight logs it; issue #14)
+    assert (s["rejected"], s["aborted"], s["failed"], s["undecidable"]) == (1, 1, 1, 2)
     assert s["other_rule_adds"] == 2 and s["other_rule_drops"] == 0          # r3, r4
     src = r.sources[0]
-    assert (src["read"], src["parsed"], src["quarantined"], src["requests"], src["skipped"]) == (16, 13, 3, 11, 2)
+    assert (src["read"], src["parsed"], src["quarantined"], src["requests"], src["skipped"]) == (16, 14, 2, 12, 2)
     q = r.quarantine
-    assert q["source_line"].tolist() == [10, 11, 12]
+    assert q["source_line"].tolist() == [10, 11]
     assert q["reason"].tolist()[0] == "malformed JSON"
     assert q["reason"].tolist()[1].startswith("unparseable timestamp")
-    assert q["reason"].tolist()[2] == "missing field: out.meta_info.prompt_tokens"
     assert src["served_model_source"].startswith("assumed") and src["served_model"] == "@cf/zai-org/glm-5.3"
     a = r.affected.set_index("request_id")
     assert str(a.loc["r1", "ts"]) == "2026-08-27 00:00:10+00:00"
@@ -141,8 +142,10 @@ def test_text_logs_pd_pair_duplicates_and_models(spec, tmp_path):
     assert by[str(a)]["served_model"] == "zai-org/GLM-5.3-Air"                # not an alias: not affected
     # the truncated Finish line is quarantined; Receive, ERROR, traceback and start-up lines are counted
     assert by[str(d)]["quarantined"] == 1 and by[str(p)]["quarantined"] == 0
-    assert by[str(p)]["read"] == 7 and by[str(p)]["requests"] == 2 and by[str(p)]["skipped"] == 5
+    # the scheduler's rejection line of p1 is a record too (700,000 tokens: its Finish says the stub's 1)
+    assert by[str(p)]["read"] == 7 and by[str(p)]["requests"] == 3 and by[str(p)]["skipped"] == 4
     c = r.case.con
     # requests: the room-42 pair, the room-43 pair, air1 (d3 quarantined)
     assert c.execute("SELECT count(*) FROM requests").fetchone()[0] == 3
-    assert c.execute("SELECT n_records FROM requests WHERE request_id = 'd1'").fetchone()[0] == 3
+    # prefill Finish + prefill rejection line (it joins room 42 by its rid) + decode twice
+    assert c.execute("SELECT n_records FROM requests WHERE request_id = 'd1'").fetchone()[0] == 4

@@ -1,6 +1,6 @@
 -- cloudflare_logpush: Cloudflare Logpush ai_gateway_events records (NDJSON) as candidate request records.
 -- Params: none
--- Inputs: __input__ (records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
 --
 -- Documented fields (developers.cloudflare.com, Logpush dataset ai_gateway_events): Cached, Endpoint,
 -- Gateway, Metadata (object: the cf-aig-metadata header; customer ids), Metrics (object, e.g.
@@ -11,12 +11,12 @@
 -- are documented: each record is a candidate (id logpush:<file>:<line>) joined to engine logs by time,
 -- and it brings its customer id to the request it matches.
 WITH parsed AS (
-    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text, i.problem,
-        CASE WHEN i.problem IS NULL AND i.line_bytes <= s.max_line_bytes AND starts_with(ltrim(i.line), '{')
+    SELECT i.source_id, i.line_no, i.problem, i.line AS text,
+        CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
              THEN TRY(from_json(i.line, '{"Timestamp":"VARCHAR","Model":"VARCHAR","RequestedModel":"VARCHAR",
                   "Provider":"VARCHAR","Gateway":"VARCHAR","Endpoint":"VARCHAR","StatusCode":"VARCHAR",
                   "Cached":"VARCHAR","RateLimited":"VARCHAR","Metadata":"JSON","Metrics":"JSON"}')) END AS j,
-        s.max_line_bytes
+        s.node
     FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
 ),
 meta AS (
@@ -36,49 +36,24 @@ fields AS (
         TRY_CAST(m.j.Metrics ->> '$.durationMs' AS DOUBLE) AS duration_ms,
         kvir_text(coalesce(m.j.Model, m.j.RequestedModel)) AS model
     FROM meta AS m
-),
-judged AS (
-    SELECT f.*,
-        CASE
-            WHEN f.problem IS NOT NULL OR f.line_bytes > f.max_line_bytes THEN 'bad'
-            WHEN f.j IS NULL AND trim(f.text) = '' THEN 'skip'
-            WHEN f.j IS NULL OR NOT kvir_in_range(f.ts0) OR f.model IS NULL THEN 'bad'
-            WHEN f.j.StatusCode IS NOT NULL AND f.status IS NULL THEN 'bad'
-            ELSE 'request' END AS kind,
-        CASE
-            WHEN f.problem IS NOT NULL THEN f.problem
-            WHEN f.j IS NULL THEN kvir_json_problem(f.text, f.line_bytes, f.max_line_bytes)
-            WHEN f.ts0 IS NULL OR NOT kvir_in_range(f.ts0) THEN kvir_ts_problem(f.j.Timestamp, f.ts0, NULL, 0)
-            WHEN f.model IS NULL THEN 'missing field: Model'
-            WHEN f.j.StatusCode IS NOT NULL AND f.status IS NULL THEN 'StatusCode is not an integer'
-        END AS reason
-    FROM fields AS f
 )
 SELECT
-    j.source_id::INTEGER AS source_id,
-    j.line_no AS source_line,
-    j.kind,
-    CASE WHEN j.kind <> 'request' THEN j.reason END AS reason,
-    CASE WHEN j.kind = 'request' THEN 'logpush:' || s.node || ':' || j.line_no END AS request_id,
-    NULL::VARCHAR AS bootstrap_room,
-    CASE WHEN j.kind = 'request' THEN j.ts0 END AS ts,
-    CASE WHEN j.kind = 'request' AND j.duration_ms >= 0
-         THEN j.ts0 + kvir_span(j.duration_ms / 1000.0) END AS ts_end,
-    0 AS ts_granularity_s,
-    CASE WHEN j.kind = 'request' THEN j.account END AS account_id,
-    CASE WHEN j.kind = 'request' THEN j.model END AS model,
-    NULL::BIGINT AS prompt_tokens,
-    NULL::BIGINT AS cached_tokens,
-    NULL::BIGINT AS completion_tokens,
-    CASE WHEN j.kind = 'request' THEN coalesce(j.status, CASE WHEN lower(j.j.RateLimited) = 'true' THEN 429 END) END AS http_status,
-    CASE WHEN j.kind <> 'request' THEN NULL
-         WHEN lower(j.j.RateLimited) = 'true' THEN 'rejected'
-         ELSE kvir_outcome_from_status(j.status) END AS outcome,
-    CASE WHEN j.kind = 'request' AND lower(j.j.Cached) = 'true' THEN 'gateway-cache' END AS finish_reason,
-    'gateway' AS role,
-    s.node AS node,
-    NULL::VARCHAR AS prefill_node,
-    NULL::VARCHAR AS decode_node,
-    NULL::BIGINT AS prefill_tokens,
-    CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j.text END AS raw
-FROM judged AS j JOIN __settings__ AS s ON s.source_id = j.source_id
+    f.source_id,
+    f.line_no AS source_line,
+    coalesce(kvir_reader_verdict(f.problem, f.text, f.j), CASE
+        WHEN f.ts0 IS NULL OR NOT kvir_in_range(f.ts0) THEN kvir_bad(kvir_ts_problem(f.j.Timestamp, f.ts0, NULL, 0))
+        WHEN f.model IS NULL THEN kvir_bad('missing field: Model')
+        WHEN f.j.StatusCode IS NOT NULL AND f.status IS NULL THEN kvir_bad('StatusCode is not an integer')
+    END) AS verdict,
+    f.text AS raw,
+    'logpush:' || f.node || ':' || f.line_no AS request_id,
+    f.ts0 AS ts,
+    CASE WHEN f.duration_ms >= 0 THEN f.ts0 + kvir_span(f.duration_ms / 1000.0) END AS ts_end,
+    f.account AS account_id,
+    f.model,
+    coalesce(f.status, CASE WHEN lower(f.j.RateLimited) = 'true' THEN 429 END) AS http_status,
+    CASE WHEN lower(f.j.RateLimited) = 'true' THEN 'rejected'
+         ELSE kvir_outcome_from_status(f.status) END AS outcome,
+    CASE WHEN lower(f.j.Cached) = 'true' THEN 'gateway-cache' END AS finish_reason,
+    'gateway' AS role
+FROM fields AS f

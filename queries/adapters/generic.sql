@@ -15,7 +15,8 @@ WITH fields AS (
                  kvir_parse_ts(i.ts_end_text, s.tz_iana, s.tz_offset_min)) AS ts1,
         TRY_CAST(i.latency_s AS DOUBLE) AS lat,
         kvir_count(i.prompt_tokens) AS n_prompt,
-        TRY_CAST(i.http_status AS INTEGER) AS status
+        TRY_CAST(i.http_status AS INTEGER) AS status,
+        s.tz_iana, s.tz_offset_min, s.served_model
     FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
 ),
 timed AS (
@@ -23,59 +24,42 @@ timed AS (
         coalesce(f.ts0, f.ts1 - kvir_span(f.lat)) AS start_ts,
         coalesce(f.ts_tz::VARCHAR, f.ts_naive::VARCHAR, f.ts_text, f.ts_end_tz::VARCHAR, f.ts_end_naive::VARCHAR, f.ts_end_text) AS ts_written
     FROM fields AS f
-),
-judged AS (
-    SELECT t.*,
-        CASE
-            WHEN t._problem = 'blank line' THEN 'skip'
-            WHEN t._problem IS NOT NULL THEN 'bad'
-            WHEN kvir_text(t.request_id) IS NULL OR t.start_ts IS NULL OR NOT kvir_in_range(t.start_ts) THEN 'bad'
-            WHEN kvir_text(t.model) IS NULL AND s.served_model IS NULL THEN 'bad'
-            WHEN t.prompt_tokens IS NOT NULL AND t.n_prompt IS NULL THEN 'bad'
-            WHEN t.http_status IS NOT NULL AND t.status IS NULL THEN 'bad'
-            ELSE 'request' END AS kind,
-        CASE
-            WHEN t._problem IS NOT NULL THEN t._problem
-            WHEN kvir_text(t.request_id) IS NULL THEN 'missing field: request_id'
-            WHEN t.start_ts IS NULL AND t.ts_written IS NULL THEN 'missing field: ts'
-            WHEN t.start_ts IS NULL AND t.ts0 IS NULL AND t.ts1 IS NOT NULL THEN 'ts missing and ts_end without latency_s'
-            WHEN t.start_ts IS NULL OR NOT kvir_in_range(t.start_ts)
-                THEN coalesce(kvir_ts_problem(coalesce(t.ts_text, t.ts_end_text), t.start_ts, s.tz_iana, s.tz_offset_min),
-                              kvir_local_problem(coalesce(t.ts_naive, t.ts_end_naive), s.tz_iana, s.tz_offset_min),
-                              'timestamp outside 1990-2100: ' || left(t.ts_written, 40))
-            WHEN kvir_text(t.model) IS NULL AND s.served_model IS NULL THEN 'missing field: model'
-            WHEN t.prompt_tokens IS NOT NULL AND t.n_prompt IS NULL
-                THEN 'prompt_tokens is not a non-negative integer: ' || left(CAST(t.prompt_tokens AS VARCHAR), 40)
-            WHEN t.http_status IS NOT NULL AND t.status IS NULL
-                THEN 'http_status is not an integer: ' || left(CAST(t.http_status AS VARCHAR), 40)
-        END AS reason
-    FROM timed AS t JOIN __settings__ AS s ON s.source_id = t.source_id
 )
 SELECT
-    s.source_id::INTEGER AS source_id,
-    j.line_no AS source_line,
-    j.kind,
-    j.reason,
-    CASE WHEN j.kind = 'request' THEN kvir_text(j.request_id) END AS request_id,
-    CASE WHEN j.kind = 'request' THEN kvir_text(j.bootstrap_room) END AS bootstrap_room,
-    CASE WHEN j.kind = 'request' THEN j.start_ts END AS ts,
-    CASE WHEN j.kind = 'request' THEN coalesce(j.ts1, j.start_ts + kvir_span(j.lat)) END AS ts_end,
-    0 AS ts_granularity_s,
-    CASE WHEN j.kind = 'request' THEN kvir_text(j.account_id) END AS account_id,
-    CASE WHEN j.kind = 'request' THEN coalesce(kvir_text(j.model), s.served_model) END AS model,
-    CASE WHEN j.kind = 'request' THEN j.n_prompt END AS prompt_tokens,
-    CASE WHEN j.kind = 'request' THEN kvir_count(j.cached_tokens) END AS cached_tokens,
-    CASE WHEN j.kind = 'request' THEN kvir_count(j.completion_tokens) END AS completion_tokens,
-    CASE WHEN j.kind = 'request' THEN j.status END AS http_status,
-    CASE WHEN j.kind <> 'request' THEN NULL
-         WHEN j.status IS NOT NULL THEN kvir_outcome_from_status(j.status)
-         ELSE kvir_sglang_outcome(lower(kvir_text(j.finish_reason)), NULL) END AS outcome,
-    CASE WHEN j.kind = 'request' THEN kvir_text(j.finish_reason) END AS finish_reason,
-    s.role AS role,
-    s.node AS node,
-    CASE WHEN j.kind = 'request' THEN coalesce(kvir_text(j.prefill_node), CASE WHEN s.role IN ('prefill', 'mixed') THEN s.node END) END AS prefill_node,
-    CASE WHEN j.kind = 'request' THEN coalesce(kvir_text(j.decode_node), CASE WHEN s.role IN ('decode', 'mixed') THEN s.node END) END AS decode_node,
-    CASE WHEN j.kind = 'request' THEN kvir_count(j.prefill_tokens) END AS prefill_tokens,
-    CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j._raw END AS raw,
-    j.source_path                -- the file of a multi-file Parquet dataset; NULL otherwise
-FROM judged AS j JOIN __settings__ AS s ON s.source_id = j.source_id
+    t.source_id,
+    t.line_no AS source_line,
+    CASE
+        WHEN t._problem = 'blank line' THEN kvir_skip(t._problem)
+        WHEN t._problem IS NOT NULL THEN kvir_bad(t._problem)
+        WHEN kvir_text(t.request_id) IS NULL THEN kvir_bad('missing field: request_id')
+        WHEN t.start_ts IS NULL AND t.ts_written IS NULL THEN kvir_bad('missing field: ts')
+        WHEN t.start_ts IS NULL AND t.ts0 IS NULL AND t.ts1 IS NOT NULL THEN kvir_bad('ts missing and ts_end without latency_s')
+        WHEN t.start_ts IS NULL OR NOT kvir_in_range(t.start_ts)
+            THEN kvir_bad(coalesce(kvir_ts_problem(coalesce(t.ts_text, t.ts_end_text), t.start_ts, t.tz_iana, t.tz_offset_min),
+                                   kvir_local_problem(coalesce(t.ts_naive, t.ts_end_naive), t.tz_iana, t.tz_offset_min),
+                                   'timestamp outside 1990-2100: ' || left(t.ts_written, 40)))
+        WHEN kvir_text(t.model) IS NULL AND t.served_model IS NULL THEN kvir_bad('missing field: model')
+        WHEN t.prompt_tokens IS NOT NULL AND t.n_prompt IS NULL
+            THEN kvir_bad('prompt_tokens is not a non-negative integer: ' || left(CAST(t.prompt_tokens AS VARCHAR), 40))
+        WHEN t.http_status IS NOT NULL AND t.status IS NULL
+            THEN kvir_bad('http_status is not an integer: ' || left(CAST(t.http_status AS VARCHAR), 40))
+    END AS verdict,
+    t._raw AS raw,
+    kvir_text(t.request_id) AS request_id,
+    kvir_text(t.bootstrap_room) AS bootstrap_room,
+    t.start_ts AS ts,
+    coalesce(t.ts1, t.start_ts + kvir_span(t.lat)) AS ts_end,
+    kvir_text(t.account_id) AS account_id,
+    coalesce(kvir_text(t.model), t.served_model) AS model,
+    t.n_prompt AS prompt_tokens,
+    kvir_count(t.cached_tokens) AS cached_tokens,
+    kvir_count(t.completion_tokens) AS completion_tokens,
+    t.status AS http_status,
+    CASE WHEN t.status IS NOT NULL THEN kvir_outcome_from_status(t.status)
+         ELSE kvir_sglang_outcome(lower(kvir_text(t.finish_reason)), NULL) END AS outcome,
+    kvir_text(t.finish_reason) AS finish_reason,
+    kvir_text(t.prefill_node) AS prefill_node,
+    kvir_text(t.decode_node) AS decode_node,
+    kvir_count(t.prefill_tokens) AS prefill_tokens,
+    t.source_path                -- the file of a multi-file Parquet dataset; NULL otherwise
+FROM timed AS t

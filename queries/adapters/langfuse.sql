@@ -1,7 +1,7 @@
 -- langfuse: Langfuse observation exports (blob-storage JSON / JSONL / CSV, snake_case; or the public API,
 -- camelCase) as request records.
 -- Params: none
--- Inputs: __input__ (records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
 --
 -- GENERATION observations are requests; SPAN, EVENT and the other types are counted. Times: start_time /
 -- end_time 'YYYY-MM-DD HH:MM:SS.ffffff' in UTC without a zone (the API's startTime is ISO with Z): naive
@@ -11,15 +11,15 @@
 -- observations) or userId. Model: provided_model_name (as the SDK sent it), else model. level ERROR =
 -- failed (rejected when its status_message names a 4xx / BadRequest). request_id = the observation id.
 WITH parsed AS (
-    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text, i.problem,
-        CASE WHEN i.problem IS NULL AND i.line_bytes <= s.max_line_bytes AND starts_with(ltrim(i.line), '{')
+    SELECT i.source_id, i.line_no, i.problem, i.line AS text,
+        CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
              THEN TRY(from_json(i.line, '{"id":"VARCHAR","type":"VARCHAR","trace_id":"VARCHAR","traceId":"VARCHAR",
                   "start_time":"VARCHAR","startTime":"VARCHAR","end_time":"VARCHAR","endTime":"VARCHAR",
                   "provided_model_name":"VARCHAR","providedModelName":"VARCHAR","model":"VARCHAR",
                   "usage_details":"VARCHAR","usageDetails":"VARCHAR","usage":"VARCHAR",
                   "user_id":"VARCHAR","userId":"VARCHAR","level":"VARCHAR","status_message":"VARCHAR",
                   "statusMessage":"VARCHAR"}')) END AS j,
-        s.tz_iana, s.tz_offset_min, s.max_line_bytes
+        s.tz_iana, s.tz_offset_min
     FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
 ),
 fields AS (
@@ -45,55 +45,32 @@ counted AS (
                             f.u ->> '$.input_cache_read')) AS n_cached,
         kvir_count(coalesce(f.u ->> '$.output', f.u ->> '$.completionTokens', f.u ->> '$.completion_tokens')) AS n_output
     FROM fields AS f
-),
-judged AS (
-    SELECT c.*,
-        CASE
-            WHEN c.problem IS NOT NULL OR c.line_bytes > c.max_line_bytes THEN 'bad'
-            WHEN c.j IS NULL AND trim(c.text) = '' THEN 'skip'
-            WHEN c.j IS NULL THEN 'bad'
-            WHEN c.otype IS NOT NULL AND c.otype <> 'GENERATION' THEN 'skip'
-            WHEN c.rid IS NULL OR NOT kvir_in_range(c.ts0) OR c.model IS NULL THEN 'bad'
-            WHEN c.input_text IS NOT NULL AND c.n_input IS NULL THEN 'bad'
-            ELSE 'request' END AS kind,
-        CASE
-            WHEN c.problem IS NOT NULL THEN c.problem
-            WHEN c.j IS NULL THEN kvir_json_problem(c.text, c.line_bytes, c.max_line_bytes)
-            WHEN c.otype IS NOT NULL AND c.otype <> 'GENERATION' THEN 'observation of type ' || left(c.otype, 20) || ' (not a generation)'
-            WHEN c.rid IS NULL THEN 'missing field: id'
-            WHEN c.ts0 IS NULL OR NOT kvir_in_range(c.ts0)
-                THEN kvir_ts_problem(c.start_text, c.ts0, c.tz_iana, kvir_utc_off(c.tz_iana, c.tz_offset_min))
-            WHEN c.model IS NULL THEN 'missing field: model'
-            WHEN c.input_text IS NOT NULL AND c.n_input IS NULL THEN 'usage input is not a non-negative integer'
-        END AS reason
-    FROM counted AS c
 )
 SELECT
-    j.source_id::INTEGER AS source_id,
-    j.line_no AS source_line,
-    j.kind,
-    CASE WHEN j.kind <> 'request' THEN j.reason END AS reason,
-    CASE WHEN j.kind = 'request' THEN j.rid END AS request_id,
-    NULL::VARCHAR AS bootstrap_room,
-    CASE WHEN j.kind = 'request' THEN j.ts0 END AS ts,
-    CASE WHEN j.kind = 'request' THEN j.ts1 END AS ts_end,
-    0 AS ts_granularity_s,
-    CASE WHEN j.kind = 'request' THEN j.account END AS account_id,
-    CASE WHEN j.kind = 'request' THEN j.model END AS model,
-    CASE WHEN j.kind = 'request' THEN j.n_input + coalesce(j.n_cached, 0) END AS prompt_tokens,
-    CASE WHEN j.kind = 'request' THEN j.n_cached END AS cached_tokens,
-    CASE WHEN j.kind = 'request' THEN j.n_output END AS completion_tokens,
-    NULL::INTEGER AS http_status,
-    CASE WHEN j.kind <> 'request' THEN NULL
-         WHEN j.level = 'ERROR' AND regexp_matches(coalesce(j.status_message, ''), '\b4[0-9][0-9]\b|BadRequest|context length')
+    c.source_id,
+    c.line_no AS source_line,
+    coalesce(kvir_reader_verdict(c.problem, c.text, c.j), CASE
+        WHEN c.otype IS NOT NULL AND c.otype <> 'GENERATION'
+            THEN kvir_skip('observation of type ' || left(c.otype, 20) || ' (not a generation)')
+        WHEN c.rid IS NULL THEN kvir_bad('missing field: id')
+        WHEN c.ts0 IS NULL OR NOT kvir_in_range(c.ts0)
+            THEN kvir_bad(kvir_ts_problem(c.start_text, c.ts0, c.tz_iana, kvir_utc_off(c.tz_iana, c.tz_offset_min)))
+        WHEN c.model IS NULL THEN kvir_bad('missing field: model')
+        WHEN c.input_text IS NOT NULL AND c.n_input IS NULL THEN kvir_bad('usage input is not a non-negative integer')
+    END) AS verdict,
+    c.text AS raw,
+    c.rid AS request_id,
+    c.ts0 AS ts,
+    c.ts1 AS ts_end,
+    c.account AS account_id,
+    c.model,
+    c.n_input + coalesce(c.n_cached, 0) AS prompt_tokens,
+    c.n_cached AS cached_tokens,
+    c.n_output AS completion_tokens,
+    CASE WHEN c.level = 'ERROR' AND regexp_matches(coalesce(c.status_message, ''), '\b4[0-9][0-9]\b|BadRequest|context length')
              THEN 'rejected'
-         WHEN j.level = 'ERROR' THEN 'failed'
+         WHEN c.level = 'ERROR' THEN 'failed'
          ELSE 'served' END AS outcome,
-    CASE WHEN j.kind = 'request' AND j.level = 'ERROR' THEN 'error' END AS finish_reason,
-    'gateway' AS role,
-    s.node AS node,
-    NULL::VARCHAR AS prefill_node,
-    NULL::VARCHAR AS decode_node,
-    NULL::BIGINT AS prefill_tokens,
-    CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j.text END AS raw
-FROM judged AS j JOIN __settings__ AS s ON s.source_id = j.source_id
+    CASE WHEN c.level = 'ERROR' THEN 'error' END AS finish_reason,
+    'gateway' AS role
+FROM counted AS c

@@ -1,23 +1,32 @@
 -- litellm: LiteLLM proxy SpendLogs rows (CSV export, /spend/logs JSON, NDJSON) as request records.
 -- Params: none
--- Inputs: __input__ (records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
 --
--- Columns of LiteLLM_SpendLogs (schema.prisma): request_id (often the provider's response id),
--- startTime / endTime (timestamp(3) WITHOUT time zone holding UTC: naive strings are UTC, never the
--- host's zone), model (the deployment's model), model_group (the public alias), prompt_tokens,
--- completion_tokens, end_user (the customer id), user, team_id, api_key (hashed), status
+-- Example: chatcmpl-153ee8f3b1c846beb7168a915c7fb778,acompletion,154037ac727a5df934696fab403ce5ff20cdcd9a8505ae24facbc6a7a96ff1f2,0.1362618,681288,681281,7,2026-09-02 10:00:02.405,2026-09-02 10:00:03.179,,hosted_vllm/zai-org/GLM-5.3,,zai-org/GLM-5.3,hosted_vllm,,u_internal,{},False,,[],team_1,cust_a,,{},{},{},,success,,,,,,,,
+-- Required: request_id, startTime, model_group|model
+-- Optional: endTime, prompt_tokens, completion_tokens, custom_llm_provider, end_user, user, team_id, status, metadata
+--
+-- Columns of LiteLLM_SpendLogs (schema.prisma; the proxy's own spend-log payload, get_logging_payload):
+-- request_id (the provider's response id on success; LiteLLM's call id on failure), startTime / endTime
+-- (timestamp(3) WITHOUT time zone holding UTC: naive strings are UTC, never the host's zone), model (the
+-- deployment's model, provider-prefixed: hosted_vllm/zai-org/GLM-5.3), model_group (the public model name
+-- the client asked for: the name an incident's aliases use), custom_llm_provider, prompt_tokens,
+-- completion_tokens, end_user (the customer id; '' when none), user, team_id, api_key (hashed), status
 -- (success | failure, nullable), metadata (jsonb: error_information.error_code on failures).
--- account_id = end_user, else user, else team_id. Outcome: success = served; failure = rejected for a
--- 4xx error code, failed otherwise; no status = unknown. SpendLogs has no HTTP status column: it is
--- only set from a failure's error code.
+-- model = model_group, else model without its `<custom_llm_provider>/` prefix. account_id = end_user, else
+-- user, else team_id. Outcome: success = served; failure = rejected for a 4xx error code, failed otherwise;
+-- no status = unknown. A failure row's prompt_tokens is not the engine's count (LiteLLM's own estimate of
+-- the request, or 0): its length is unknown. SpendLogs has no HTTP status column: it is only set from a
+-- failure's error code.
 WITH parsed AS (
-    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text, i.problem,
-        CASE WHEN i.problem IS NULL AND i.line_bytes <= s.max_line_bytes AND starts_with(ltrim(i.line), '{')
+    SELECT i.source_id, i.line_no, i.problem, i.line AS text,
+        CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
              THEN TRY(from_json(i.line, '{"request_id":"VARCHAR","startTime":"VARCHAR","endTime":"VARCHAR",
                   "model":"VARCHAR","model_group":"VARCHAR","prompt_tokens":"VARCHAR","completion_tokens":"VARCHAR",
                   "end_user":"VARCHAR","user":"VARCHAR","team_id":"VARCHAR","status":"VARCHAR","metadata":"VARCHAR",
+                  "custom_llm_provider":"VARCHAR",
                   "cache_hit":"VARCHAR","call_type":"VARCHAR"}')) END AS j,
-        s.tz_iana, s.tz_offset_min, s.max_line_bytes
+        s.tz_iana, s.tz_offset_min
     FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
 ),
 fields AS (
@@ -28,56 +37,37 @@ fields AS (
         kvir_count(p.j.prompt_tokens) AS n_prompt,
         kvir_count(p.j.completion_tokens) AS n_completion,
         kvir_text(coalesce(kvir_text(p.j.end_user), kvir_text(p.j.user), kvir_text(p.j.team_id))) AS account,
-        kvir_text(coalesce(kvir_text(p.j.model), kvir_text(p.j.model_group))) AS model,
+        coalesce(kvir_text(p.j.model_group),
+                 CASE WHEN starts_with(p.j.model, kvir_text(p.j.custom_llm_provider) || '/')
+                      THEN kvir_text(substr(p.j.model, length(kvir_text(p.j.custom_llm_provider)) + 2)) END,
+                 kvir_text(p.j.model)) AS model,
         lower(kvir_text(coalesce(p.j.status, CASE WHEN json_valid(p.j.metadata) THEN p.j.metadata ->> '$.status' END))) AS status,
         TRY_CAST(CASE WHEN json_valid(p.j.metadata) THEN p.j.metadata ->> '$.error_information.error_code' END AS INTEGER) AS err_code
     FROM parsed AS p
-),
-judged AS (
-    SELECT f.*,
-        CASE
-            WHEN f.problem IS NOT NULL OR f.line_bytes > f.max_line_bytes THEN 'bad'
-            WHEN f.j IS NULL AND trim(f.text) = '' THEN 'skip'
-            WHEN f.j IS NULL OR f.rid IS NULL OR NOT kvir_in_range(f.ts0) OR f.model IS NULL THEN 'bad'
-            WHEN kvir_text(f.j.prompt_tokens) IS NOT NULL AND f.n_prompt IS NULL THEN 'bad'
-            ELSE 'request' END AS kind,
-        CASE
-            WHEN f.problem IS NOT NULL THEN f.problem
-            WHEN f.j IS NULL THEN kvir_json_problem(f.text, f.line_bytes, f.max_line_bytes)
-            WHEN f.rid IS NULL THEN 'missing field: request_id'
-            WHEN f.ts0 IS NULL OR NOT kvir_in_range(f.ts0)
-                THEN kvir_ts_problem(f.j.startTime, f.ts0, f.tz_iana, kvir_utc_off(f.tz_iana, f.tz_offset_min))
-            WHEN f.model IS NULL THEN 'missing field: model'
-            WHEN kvir_text(f.j.prompt_tokens) IS NOT NULL AND f.n_prompt IS NULL
-                THEN 'prompt_tokens is not a non-negative integer: ' || left(f.j.prompt_tokens, 40)
-        END AS reason
-    FROM fields AS f
 )
 SELECT
-    j.source_id::INTEGER AS source_id,
-    j.line_no AS source_line,
-    j.kind,
-    CASE WHEN j.kind <> 'request' THEN j.reason END AS reason,
-    CASE WHEN j.kind = 'request' THEN j.rid END AS request_id,
-    NULL::VARCHAR AS bootstrap_room,
-    CASE WHEN j.kind = 'request' THEN j.ts0 END AS ts,
-    CASE WHEN j.kind = 'request' THEN j.ts1 END AS ts_end,
-    0 AS ts_granularity_s,
-    CASE WHEN j.kind = 'request' THEN j.account END AS account_id,
-    CASE WHEN j.kind = 'request' THEN j.model END AS model,
-    CASE WHEN j.kind = 'request' THEN j.n_prompt END AS prompt_tokens,
-    NULL::BIGINT AS cached_tokens,
-    CASE WHEN j.kind = 'request' THEN j.n_completion END AS completion_tokens,
-    CASE WHEN j.kind = 'request' AND j.status = 'failure' THEN j.err_code END AS http_status,
-    CASE WHEN j.kind <> 'request' THEN NULL
-         WHEN j.status = 'success' THEN 'served'
-         WHEN j.status = 'failure' AND j.err_code >= 400 AND j.err_code < 500 THEN 'rejected'
-         WHEN j.status = 'failure' THEN 'failed' END AS outcome,
-    CASE WHEN j.kind = 'request' THEN j.status END AS finish_reason,
-    'gateway' AS role,
-    s.node AS node,
-    NULL::VARCHAR AS prefill_node,
-    NULL::VARCHAR AS decode_node,
-    NULL::BIGINT AS prefill_tokens,
-    CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j.text END AS raw
-FROM judged AS j JOIN __settings__ AS s ON s.source_id = j.source_id
+    f.source_id,
+    f.line_no AS source_line,
+    coalesce(kvir_reader_verdict(f.problem, f.text, f.j), CASE
+        WHEN f.rid IS NULL THEN kvir_bad('missing field: request_id')
+        WHEN f.ts0 IS NULL OR NOT kvir_in_range(f.ts0)
+            THEN kvir_bad(kvir_ts_problem(f.j.startTime, f.ts0, f.tz_iana, kvir_utc_off(f.tz_iana, f.tz_offset_min)))
+        WHEN f.model IS NULL THEN kvir_bad('missing field: model')
+        WHEN kvir_text(f.j.prompt_tokens) IS NOT NULL AND f.n_prompt IS NULL
+            THEN kvir_bad('prompt_tokens is not a non-negative integer: ' || left(f.j.prompt_tokens, 40))
+    END) AS verdict,
+    f.text AS raw,
+    f.rid AS request_id,
+    f.ts0 AS ts,
+    f.ts1 AS ts_end,
+    f.account AS account_id,
+    f.model,
+    CASE WHEN f.status IS DISTINCT FROM 'failure' THEN f.n_prompt END AS prompt_tokens,   -- a failure's: not the engine's
+    f.n_completion AS completion_tokens,
+    CASE WHEN f.status = 'failure' THEN f.err_code END AS http_status,
+    CASE WHEN f.status = 'success' THEN 'served'
+         WHEN f.status = 'failure' AND f.err_code >= 400 AND f.err_code < 500 THEN 'rejected'
+         WHEN f.status = 'failure' THEN 'failed' END AS outcome,
+    f.status AS finish_reason,
+    'gateway' AS role
+FROM fields AS f

@@ -1,6 +1,6 @@
 -- nginx: nginx JSON access-log records (log_format ... escape=json) as candidate request records.
 -- Params: none
--- Inputs: __input__ (records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
 --
 -- Keys are the operator's; these are the usual variable names: msec ($msec: epoch seconds with a ms
 -- fraction, the log time), time_iso8601 ($time_iso8601: *local* time with its offset), time_local
@@ -10,14 +10,14 @@
 -- for the model or the customer (http_x_model, http_x_customer_id, http_x_user_id, ...). nginx logs a
 -- request when it ends: start = log time - request_time. nginx never sees token counts: candidates.
 WITH parsed AS (
-    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text, i.problem,
-        CASE WHEN i.problem IS NULL AND i.line_bytes <= s.max_line_bytes AND starts_with(ltrim(i.line), '{')
+    SELECT i.source_id, i.line_no, i.problem, i.line AS text,
+        CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
              THEN TRY(from_json(i.line, '{"msec":"VARCHAR","time_iso8601":"VARCHAR","time_local":"VARCHAR",
                   "request_time":"VARCHAR","status":"VARCHAR","upstream_status":"VARCHAR","upstream_addr":"VARCHAR",
                   "request_id":"VARCHAR","http_x_request_id":"VARCHAR","request_method":"VARCHAR","request_uri":"VARCHAR",
                   "uri":"VARCHAR","request":"VARCHAR","model":"VARCHAR","http_x_model":"VARCHAR",
                   "customer_id":"VARCHAR","user_id":"VARCHAR","http_x_customer_id":"VARCHAR","http_x_user_id":"VARCHAR"}')) END AS j,
-        s.max_line_bytes, s.served_model
+        s.served_model, s.node
     FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
 ),
 fields AS (
@@ -37,53 +37,29 @@ fields AS (
         nullif(kvir_text(coalesce(p.j.model, p.j.http_x_model)), '-') AS model0,
         nullif(kvir_text(coalesce(p.j.customer_id, p.j.http_x_customer_id, p.j.user_id, p.j.http_x_user_id)), '-') AS account
     FROM parsed AS p
-),
-judged AS (
-    SELECT f.*,
-        CASE
-            WHEN f.problem IS NOT NULL OR f.line_bytes > f.max_line_bytes THEN 'bad'
-            WHEN f.j IS NULL AND trim(f.text) = '' THEN 'skip'
-            WHEN f.j IS NULL THEN 'bad'
-            WHEN NOT coalesce(kvir_is_generation_path(f.path), true) THEN 'skip'
-            WHEN NOT kvir_in_range(f.t_log) OR f.status IS NULL OR coalesce(f.model0, f.served_model) IS NULL THEN 'bad'
-            ELSE 'request' END AS kind,
-        CASE
-            WHEN f.problem IS NOT NULL THEN f.problem
-            WHEN f.j IS NULL THEN kvir_json_problem(f.text, f.line_bytes, f.max_line_bytes)
-            WHEN NOT coalesce(kvir_is_generation_path(f.path), true)
-                THEN 'not a generation request: ' || coalesce(f.method, '?') || ' ' || left(split_part(f.path, '?', 1), 60)
-            WHEN f.time_text IS NULL THEN 'missing field: msec / time_iso8601 / time_local'
-            WHEN f.t_log IS NULL AND kvir_ts_kind(f.time_text) = 'naive'
-                THEN 'time without its offset (nginx writes $time_iso8601 with one): ' || left(f.time_text, 40)
-            WHEN f.t_log IS NULL OR NOT kvir_in_range(f.t_log)
-                THEN coalesce(kvir_ts_problem(f.time_text, f.t_log, NULL, NULL), 'unparseable timestamp: ' || left(f.time_text, 40))
-            WHEN f.status IS NULL THEN 'missing field: status'
-            WHEN coalesce(f.model0, f.served_model) IS NULL THEN 'missing field: model (and no --served-model)'
-        END AS reason
-    FROM fields AS f
 )
 SELECT
-    j.source_id::INTEGER AS source_id,
-    j.line_no AS source_line,
-    j.kind,
-    CASE WHEN j.kind <> 'request' THEN j.reason END AS reason,
-    CASE WHEN j.kind = 'request' THEN coalesce(j.rid0, 'nginx:' || s.node || ':' || j.line_no) END AS request_id,
-    NULL::VARCHAR AS bootstrap_room,
-    CASE WHEN j.kind = 'request' THEN j.t_log - coalesce(kvir_span(greatest(j.request_time_s, 0)), INTERVAL 0 SECOND) END AS ts,
-    CASE WHEN j.kind = 'request' THEN j.t_log END AS ts_end,
-    0 AS ts_granularity_s,
-    CASE WHEN j.kind = 'request' THEN j.account END AS account_id,
-    CASE WHEN j.kind = 'request' THEN coalesce(j.model0, s.served_model) END AS model,
-    NULL::BIGINT AS prompt_tokens,
-    NULL::BIGINT AS cached_tokens,
-    NULL::BIGINT AS completion_tokens,
-    CASE WHEN j.kind = 'request' THEN j.status END AS http_status,
-    CASE WHEN j.kind = 'request' THEN kvir_outcome_from_status(j.status) END AS outcome,
-    CASE WHEN j.kind = 'request' AND j.upstream_status IS NOT NULL THEN 'upstream ' || left(j.upstream_status, 40) END AS finish_reason,
-    'gateway' AS role,
-    s.node AS node,
-    NULL::VARCHAR AS prefill_node,
-    NULL::VARCHAR AS decode_node,
-    NULL::BIGINT AS prefill_tokens,
-    CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j.text END AS raw
-FROM judged AS j JOIN __settings__ AS s ON s.source_id = j.source_id
+    f.source_id,
+    f.line_no AS source_line,
+    coalesce(kvir_reader_verdict(f.problem, f.text, f.j), CASE
+        WHEN NOT coalesce(kvir_is_generation_path(f.path), true)
+            THEN kvir_skip('not a generation request: ' || coalesce(f.method, '?') || ' ' || left(split_part(f.path, '?', 1), 60))
+        WHEN f.time_text IS NULL THEN kvir_bad('missing field: msec / time_iso8601 / time_local')
+        WHEN f.t_log IS NULL AND kvir_ts_kind(f.time_text) = 'naive'
+            THEN kvir_bad('time without its offset (nginx writes $time_iso8601 with one): ' || left(f.time_text, 40))
+        WHEN f.t_log IS NULL OR NOT kvir_in_range(f.t_log)
+            THEN kvir_bad(coalesce(kvir_ts_problem(f.time_text, f.t_log, NULL, NULL), 'unparseable timestamp: ' || left(f.time_text, 40)))
+        WHEN f.status IS NULL THEN kvir_bad('missing field: status')
+        WHEN coalesce(f.model0, f.served_model) IS NULL THEN kvir_bad('missing field: model (and no --served-model)')
+    END) AS verdict,
+    f.text AS raw,
+    coalesce(f.rid0, 'nginx:' || f.node || ':' || f.line_no) AS request_id,
+    f.t_log - coalesce(kvir_span(greatest(f.request_time_s, 0)), INTERVAL 0 SECOND) AS ts,
+    f.t_log AS ts_end,
+    f.account AS account_id,
+    coalesce(f.model0, f.served_model) AS model,
+    f.status AS http_status,
+    kvir_outcome_from_status(f.status) AS outcome,
+    CASE WHEN f.upstream_status IS NOT NULL THEN 'upstream ' || left(f.upstream_status, 40) END AS finish_reason,
+    'gateway' AS role
+FROM fields AS f

@@ -1,6 +1,6 @@
 -- otel_genai: OpenTelemetry GenAI client spans in OTLP/JSON (file exporter: one export request per line) as request records.
 -- Params: none
--- Inputs: __input__ (records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem)
 --
 -- resourceSpans[].scopeSpans[].spans[] (older: instrumentationLibrarySpans); startTimeUnixNano /
 -- endTimeUnixNano are decimal *strings* of nanoseconds; attributes are [{"key", "value": {"stringValue" |
@@ -12,10 +12,9 @@
 -- attributes and non-generation operations (embeddings, ...) are counted, not requests. A line that is
 -- not an OTLP document is one quarantined record; a document without spans one counted record.
 WITH docs AS MATERIALIZED (   -- read once: the input is a stream
-    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text, i.problem, s.max_line_bytes,
-        CASE WHEN i.problem IS NULL AND i.line_bytes <= s.max_line_bytes AND starts_with(ltrim(i.line), '{')
-                  AND json_valid(i.line) THEN i.line::JSON END AS doc
-    FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
+    SELECT i.source_id, i.line_no, i.line AS text, i.problem,
+        CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{') AND json_valid(i.line) THEN i.line::JSON END AS doc
+    FROM __input__ AS i
 ),
 resources AS (
     SELECT d.source_id, d.line_no, r.rs
@@ -58,72 +57,44 @@ fields AS (
     FROM attrs AS a
 ),
 span_rows AS (
-    SELECT f.source_id, f.line_no, NULL::VARCHAR AS text,
+    SELECT f.*,
         CASE
-            WHEN NOT f.is_genai THEN 'skip'
-            WHEN f.op IS NOT NULL AND f.op NOT IN ('chat', 'text_completion', 'generate_content', 'completion') THEN 'skip'
-            WHEN NOT kvir_in_range(f.ts0) OR coalesce(f.resp_model, f.req_model) IS NULL THEN 'bad'
-            WHEN f.input_text IS NOT NULL AND f.n_input IS NULL THEN 'bad'
-            ELSE 'request' END AS kind,
-        CASE
-            WHEN NOT f.is_genai THEN 'span without gen_ai attributes'
+            WHEN NOT f.is_genai THEN kvir_skip('span without gen_ai attributes')
             WHEN f.op IS NOT NULL AND f.op NOT IN ('chat', 'text_completion', 'generate_content', 'completion')
-                THEN 'gen_ai.operation.name ' || left(f.op, 30) || ' (not a generation)'
-            WHEN f.ts0 IS NULL OR NOT kvir_in_range(f.ts0) THEN kvir_ts_problem(f.start_ns, f.ts0, NULL, 0)
-            WHEN coalesce(f.resp_model, f.req_model) IS NULL THEN 'missing attribute: gen_ai.request.model'
-            WHEN f.input_text IS NOT NULL AND f.n_input IS NULL THEN 'gen_ai.usage.input_tokens is not a non-negative integer'
-        END AS reason,
-        coalesce(f.resp_id, f.trace_id || ':' || f.span_id) AS rid,
-        f.ts0, f.ts1, f.account, coalesce(f.resp_model, f.req_model) AS model, f.n_input, f.n_output, f.n_cached,
-        f.http_code,
+                THEN kvir_skip('gen_ai.operation.name ' || left(f.op, 30) || ' (not a generation)')
+            WHEN f.ts0 IS NULL OR NOT kvir_in_range(f.ts0) THEN kvir_bad(kvir_ts_problem(f.start_ns, f.ts0, NULL, 0))
+            WHEN coalesce(f.resp_model, f.req_model) IS NULL THEN kvir_bad('missing attribute: gen_ai.request.model')
+            WHEN f.input_text IS NOT NULL AND f.n_input IS NULL
+                THEN kvir_bad('gen_ai.usage.input_tokens is not a non-negative integer')
+        END AS verdict,
         CASE WHEN f.error_type IS NOT NULL OR f.status_code IN ('2', 'STATUS_CODE_ERROR') THEN
                  CASE WHEN f.http_code BETWEEN 400 AND 499
                            OR regexp_matches(coalesce(f.error_type, ''), '\b4[0-9][0-9]\b|BadRequest|context_length')
                       THEN 'rejected' ELSE 'failed' END
-             ELSE coalesce(kvir_outcome_from_status(f.http_code), 'served') END AS outcome,
-        f.error_type
+             ELSE coalesce(kvir_outcome_from_status(f.http_code), 'served') END AS outcome
     FROM fields AS f
-),
-doc_rows AS (
-    SELECT d.source_id, d.line_no, d.text,
-        CASE WHEN d.doc IS NULL AND d.problem IS NULL AND d.line_bytes <= d.max_line_bytes AND trim(d.text) = '' THEN 'skip'
-             WHEN d.doc IS NULL THEN 'bad'
-             ELSE 'skip' END AS kind,
-        CASE WHEN d.problem IS NOT NULL THEN d.problem
-             WHEN d.doc IS NULL THEN kvir_json_problem(d.text, d.line_bytes, d.max_line_bytes)
-             ELSE 'OTLP document without spans' END AS reason
-    FROM docs AS d
-    WHERE d.doc IS NULL
-       OR NOT EXISTS (SELECT 1 FROM spans AS sp WHERE sp.source_id = d.source_id AND sp.line_no = d.line_no)
 )
 SELECT
-    r.source_id::INTEGER AS source_id,
+    r.source_id,
     r.line_no AS source_line,
-    r.kind,
-    CASE WHEN r.kind <> 'request' THEN r.reason END AS reason,
-    CASE WHEN r.kind = 'request' THEN r.rid END AS request_id,
-    NULL::VARCHAR AS bootstrap_room,
-    CASE WHEN r.kind = 'request' THEN r.ts0 END AS ts,
-    CASE WHEN r.kind = 'request' THEN r.ts1 END AS ts_end,
-    0 AS ts_granularity_s,
-    CASE WHEN r.kind = 'request' THEN r.account END AS account_id,
-    CASE WHEN r.kind = 'request' THEN r.model END AS model,
-    CASE WHEN r.kind = 'request' THEN r.n_input END AS prompt_tokens,
-    CASE WHEN r.kind = 'request' THEN r.n_cached END AS cached_tokens,
-    CASE WHEN r.kind = 'request' THEN r.n_output END AS completion_tokens,
-    CASE WHEN r.kind = 'request' THEN r.http_code END AS http_status,
-    CASE WHEN r.kind = 'request' THEN r.outcome END AS outcome,
-    CASE WHEN r.kind = 'request' THEN r.error_type END AS finish_reason,
-    'gateway' AS role,
-    s.node AS node,
-    NULL::VARCHAR AS prefill_node,
-    NULL::VARCHAR AS decode_node,
-    NULL::BIGINT AS prefill_tokens,
-    NULL::VARCHAR AS raw
-FROM span_rows AS r JOIN __settings__ AS s ON s.source_id = r.source_id
-UNION ALL
-SELECT
-    d.source_id::INTEGER, d.line_no, d.kind, d.reason, NULL, NULL, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ, 0, NULL, NULL,
-    NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, NULL::INTEGER, NULL, NULL, 'gateway', s.node, NULL, NULL, NULL::BIGINT,
-    CASE WHEN d.kind = 'bad' AND s.keep_raw THEN d.text END
-FROM doc_rows AS d JOIN __settings__ AS s ON s.source_id = d.source_id
+    r.verdict,
+    coalesce(r.resp_id, r.trace_id || ':' || r.span_id) AS request_id,
+    r.ts0 AS ts,
+    r.ts1 AS ts_end,
+    r.account AS account_id,
+    coalesce(r.resp_model, r.req_model) AS model,
+    r.n_input AS prompt_tokens,
+    r.n_cached AS cached_tokens,
+    r.n_output AS completion_tokens,
+    r.http_code AS http_status,
+    r.outcome,
+    r.error_type AS finish_reason,
+    'gateway' AS role
+FROM span_rows AS r
+UNION ALL BY NAME    -- the lines that hold no span: their text is the raw record
+SELECT d.source_id, d.line_no AS source_line,
+    coalesce(kvir_reader_verdict(d.problem, d.text, d.doc), kvir_skip('OTLP document without spans')) AS verdict,
+    d.text AS raw, 'gateway' AS role
+FROM docs AS d
+WHERE d.doc IS NULL
+   OR NOT EXISTS (SELECT 1 FROM spans AS sp WHERE sp.source_id = d.source_id AND sp.line_no = d.line_no)

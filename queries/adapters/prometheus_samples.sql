@@ -1,6 +1,6 @@
 -- prometheus_samples: the prompt-token histogram samples of Prometheus scrapes, into metric_samples.
 -- Params: none
--- Inputs: __input__ (numbered text lines: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem)
 --
 -- Families read: sglang:prompt_tokens_histogram and vllm:request_prompt_tokens (and any other
 -- *prompt_tokens* histogram; uncached_prompt_tokens excluded), their _bucket, _count and _sum samples.

@@ -1,102 +1,107 @@
--- sglang_json: SGLang request-log lines in JSON (--log-requests-format json) as request records.
+-- sglang_json: SGLang's request log in JSON (--log-requests-format json), alone or in the server's stdout, as request records.
 -- Params: none
--- Inputs: __input__ (numbered text lines: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Example: [2026-08-28 10:02:20] {"timestamp": "2026-08-28T10:02:20.250307", "event": "request.finished", "rid": "dA", "obj": {"rid": "dA", "bootstrap_host": "10.0.0.7", "bootstrap_port": 8998, "bootstrap_room": 7001}, "out": {"meta_info": {"id": "dA", "finish_reason": {"type": "length", "length": 812}, "prompt_tokens": 681281, "weight_version": "default", "completion_tokens": 812, "cached_tokens": 0, "e2e_latency": 140.25}}}
+-- Required: timestamp, event, rid|obj.rid|out.meta_info.id
+-- Optional: obj.bootstrap_room, out.meta_info.prompt_tokens, out.meta_info.completion_tokens, out.meta_info.cached_tokens, out.meta_info.e2e_latency, out.meta_info.finish_reason
 --
--- One JSON object per line: {"timestamp": <host-local naive ISO>, "event": "request.received" |
--- "request.finished", "rid": ..., "obj": {...}, "out": {"meta_info": {...}}}. Only request.finished is
--- a request; its timestamp is the finish time, so the start is timestamp - e2e_latency (seconds).
--- The model is the server's served model (settings.served_model); PD copies share obj.bootstrap_room.
--- An abort carries its HTTP status in finish_reason.status_code (400 = rejected, none = client abort).
+-- Each record is one JSON object {"timestamp": <host-local naive ISO>, "event": "request.received" |
+-- "request.finished", "rid", "obj": {...}, "out": {"meta_info": {...}}}; from 0.5.12 the request log's handler
+-- writes `[YYYY-MM-DD HH:MM:SS] ` (host-local, no rank tag) before it (0.5.11: nothing), and a server's stdout
+-- interleaves it with the server's own lines, which are counted (skip). Only request.finished is a request; its
+-- timestamp is the finish, so the start is timestamp - e2e_latency (without e2e_latency the finish stands for
+-- the start: it started no later). The model is the server's served model; PD copies share obj.bootstrap_room.
+-- An abort carries its HTTP status in finish_reason.status_code (400 = rejected, none = client abort); a
+-- request without prompt_tokens (the tokenizer manager's abort of a request in flight) has an unknown length.
+-- Rejected for length: the scheduler's `Input length (N tokens) exceeds the maximum allowed length (M
+-- tokens). ..., self.rid='<rid>'` line is a record of its own (rid, N, the stub's 1 prefill token; rejected,
+-- unless the node is a PD prefill, where leaking builds forwarded the stub and its Finish says what
+-- happened), and an abort whose message repeats that text gives its Finish record the real N.
 --
 -- Written for speed (it is the 10^8-line format): each line is parsed once (TRY(from_json): a malformed
 -- line gives NULL), the common case is decided by the first WHEN, and reasons are only worked out for
--- the rows that are not requests.
-WITH parsed AS (    -- no settings needed to parse: the reader hands over an over-long line empty
-    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS text,
-        CASE WHEN starts_with(i.line, '{') OR starts_with(ltrim(i.line), '{') THEN TRY(from_json(i.line,
+-- the rows that are not requests; settings are joined only where a time is converted.
+WITH lines AS (     -- the JSON object: the whole line, or what follows the handler's [YYYY-MM-DD HH:MM:SS]
+    SELECT i.source_id, i.line_no, i.problem, i.line AS text,
+        CASE WHEN starts_with(i.line, '{') THEN i.line
+             WHEN starts_with(i.line, '[') AND substr(i.line, 21, 3) = '] {' THEN substr(i.line, 23)
+             WHEN position('] {' IN i.line) > 0
+                 THEN nullif(regexp_extract(i.line, '^(?:\S+\s+(?:stdout|stderr)\s+[FP]\s+|\S+\s+)?\[\d{4}-\d{2}-\d{2}[ T][^\]]*\] (\{.*)$', 1), '')
+             WHEN starts_with(ltrim(i.line), '{') THEN ltrim(i.line) END AS payload
+    FROM __input__ AS i
+),
+parsed AS (         -- no settings needed to parse: the reader hands over an over-long line empty, with a problem
+    SELECT l.*,
+        CASE WHEN l.payload IS NOT NULL THEN TRY(from_json(l.payload,
                 '{"timestamp":"VARCHAR","event":"VARCHAR","rid":"VARCHAR",
                   "obj":{"rid":"VARCHAR","bootstrap_room":"VARCHAR"},
                   "out":{"meta_info":{"id":"VARCHAR","prompt_tokens":"VARCHAR","completion_tokens":"VARCHAR",
                       "cached_tokens":"VARCHAR","e2e_latency":"VARCHAR",
-                      "finish_reason":{"type":"VARCHAR","status_code":"VARCHAR"}}}}'))
-        END AS j
-    FROM __input__ AS i
+                      "finish_reason":{"type":"VARCHAR","status_code":"VARCHAR","message":"VARCHAR"}}}}'))
+        END AS j,
+        CASE WHEN l.payload IS NULL THEN kvir_sglang_rejection(l.text) END AS rej
+    FROM lines AS l
 ),
 fields AS (
-    SELECT p.source_id, p.line_no, p.line_bytes, p.text, p.j,
+    SELECT p.source_id, p.line_no, p.problem, p.text, p.payload, p.j,
         p.j.event = 'request.finished' AS finished,
+        p.rej.tokens <> '' AS rejection,
         kvir_text(coalesce(p.j.rid, p.j.obj.rid, p.j.out.meta_info.id)) AS rid,
         kvir_text(p.j.obj.bootstrap_room) AS room,
-        kvir_count(p.j.out.meta_info.prompt_tokens) AS prompt_tokens,
+        kvir_count(p.j.out.meta_info.prompt_tokens) AS logged_prompt,
+        CASE WHEN p.j.out.meta_info.finish_reason.type = 'abort'
+             THEN kvir_sglang_rejected_len(p.j.out.meta_info.finish_reason.message) END AS rejected_len,
         kvir_count(p.j.out.meta_info.completion_tokens) AS completion_tokens,
         kvir_count(p.j.out.meta_info.cached_tokens) AS cached_tokens,
         TRY_CAST(p.j.out.meta_info.e2e_latency AS DOUBLE) AS latency_s,
         p.j.out.meta_info.finish_reason.type AS ftype,
         TRY_CAST(p.j.out.meta_info.finish_reason.status_code AS INTEGER) AS fstatus,
-        kvir_naive_ts(p.j.timestamp) AS t_naive
+        coalesce(p.j.timestamp, nullif(p.rej.stamp, '')) AS stamp,
+        p.rej
     FROM parsed AS p
 ),
-timed AS (    -- a time is converted only for finished events: elsewhere the join key is NULL (nothing joined)
-    SELECT f.*, z.tz_iana, z.tz_offset_min,
-        kvir_local_ts_to_utc(f.j.timestamp, f.t_naive, z.tz_iana, z.tz_offset_min, z.tz_spans) AS ts_fin
+timed AS (    -- a time is converted only for finished events and rejections: elsewhere the join key is NULL
+    SELECT f.*, z.tz_iana, z.tz_offset_min, z.role AS s_role,
+        kvir_local_ts_to_utc(f.stamp, kvir_naive_ts(f.stamp), z.tz_iana, z.tz_offset_min, z.tz_spans) AS ts_fin
     FROM fields AS f
-    LEFT JOIN __settings__ AS z ON z.source_id = CASE WHEN f.finished THEN f.source_id END
-),
-classified AS (
-    SELECT f.*,
-        CASE
-            WHEN f.finished AND f.rid IS NOT NULL AND f.prompt_tokens IS NOT NULL
-                 AND kvir_in_range(f.ts_fin) AND f.latency_s >= 0 AND kvir_span(f.latency_s) IS NOT NULL THEN 'request'
-            WHEN f.line_bytes > 0 AND f.text = '' THEN 'bad'      -- over-long: the reader dropped its content
-            WHEN f.j IS NULL AND trim(f.text) = '' THEN 'skip'
-            WHEN f.j.event = 'request.received' THEN 'skip'
-            ELSE 'bad' END AS kind
-    FROM timed AS f
-),
-reasoned AS (
-    SELECT c.*,
-        CASE WHEN c.kind = 'request' THEN NULL ELSE CASE
-            WHEN c.line_bytes > 0 AND c.text = '' THEN 'line longer than ' || s.max_line_bytes || ' bytes'
-            WHEN c.j IS NULL AND trim(c.text) = '' THEN 'blank line'
-            WHEN c.j IS NULL AND json_valid(c.text) THEN 'JSON value is not an object'
-            WHEN c.j IS NULL THEN 'malformed JSON'
-            WHEN c.j.event = 'request.received' THEN 'request.received event (not a request)'
-            WHEN c.j.event IS NULL THEN 'missing field: event'
-            WHEN c.j.event <> 'request.finished' THEN 'unknown event: ' || left(c.j.event, 40)
-            WHEN c.rid IS NULL THEN 'missing field: rid'
-            WHEN c.j.out.meta_info.prompt_tokens IS NULL THEN 'missing field: out.meta_info.prompt_tokens'
-            WHEN c.prompt_tokens IS NULL THEN 'prompt_tokens is not a non-negative integer'
-            WHEN c.ts_fin IS NULL OR NOT kvir_in_range(c.ts_fin)
-                THEN kvir_ts_problem(c.j.timestamp, c.ts_fin, c.tz_iana, c.tz_offset_min)
-            WHEN c.latency_s IS NULL THEN 'missing or non-numeric field: out.meta_info.e2e_latency'
-            WHEN c.latency_s < 0 THEN 'negative e2e_latency'
-            WHEN kvir_span(c.latency_s) IS NULL THEN 'implausible e2e_latency (over 10^7 s)'
-            ELSE 'unreadable record' END END AS reason,
-        s.served_model AS s_served_model, s.role AS s_role, s.node AS s_node, s.keep_raw AS s_keep_raw
-    FROM classified AS c JOIN __settings__ AS s ON s.source_id = c.source_id
+    LEFT JOIN __settings__ AS z ON z.source_id = CASE WHEN f.finished OR f.rejection THEN f.source_id END
 )
 SELECT
-    r.source_id::INTEGER AS source_id,
-    r.line_no AS source_line,
-    r.kind,
-    r.reason,
-    CASE WHEN r.kind = 'request' THEN r.rid END AS request_id,
-    CASE WHEN r.kind = 'request' THEN r.room END AS bootstrap_room,
-    CASE WHEN r.kind = 'request' THEN r.ts_fin - kvir_span(r.latency_s) END AS ts,
-    CASE WHEN r.kind = 'request' THEN r.ts_fin END AS ts_end,
-    0 AS ts_granularity_s,
-    NULL::VARCHAR AS account_id,
-    CASE WHEN r.kind = 'request' THEN r.s_served_model END AS model,
-    CASE WHEN r.kind = 'request' THEN r.prompt_tokens END AS prompt_tokens,
-    CASE WHEN r.kind = 'request' THEN r.cached_tokens END AS cached_tokens,
-    CASE WHEN r.kind = 'request' THEN r.completion_tokens END AS completion_tokens,
-    CASE WHEN r.kind = 'request' THEN kvir_sglang_status(r.ftype, r.fstatus) END AS http_status,
-    CASE WHEN r.kind = 'request' THEN kvir_sglang_outcome(r.ftype, r.fstatus) END AS outcome,
-    CASE WHEN r.kind = 'request' THEN r.ftype END AS finish_reason,
-    r.s_role AS role,
-    r.s_node AS node,
-    CASE WHEN r.s_role = 'prefill' OR r.s_role = 'mixed' THEN r.s_node END AS prefill_node,
-    CASE WHEN r.s_role = 'decode' OR r.s_role = 'mixed' THEN r.s_node END AS decode_node,
-    CASE WHEN r.kind = 'request' AND r.s_role = 'prefill' THEN r.prompt_tokens END AS prefill_tokens,
-    CASE WHEN r.kind = 'bad' AND r.s_keep_raw THEN r.text END AS raw
-FROM reasoned AS r
+    t.source_id,
+    t.line_no AS source_line,
+    CASE
+        WHEN t.finished AND t.rid IS NOT NULL AND kvir_in_range(t.ts_fin)       -- the common case first
+             AND (t.logged_prompt IS NOT NULL OR t.j.out.meta_info.prompt_tokens IS NULL)
+             AND (t.latency_s >= 0 AND kvir_span(t.latency_s) IS NOT NULL OR t.j.out.meta_info.e2e_latency IS NULL) THEN NULL
+        WHEN t.problem IS NOT NULL THEN kvir_bad(t.problem)
+        WHEN t.rejection AND kvir_in_range(t.ts_fin) THEN NULL
+        WHEN t.rejection THEN kvir_bad(kvir_ts_problem(t.stamp, t.ts_fin, t.tz_iana, t.tz_offset_min))
+        WHEN t.j IS NULL AND t.payload IS NOT NULL THEN kvir_unparsed(t.payload)
+        WHEN t.j IS NULL AND trim(t.text) = '' THEN kvir_skip('blank line')
+        WHEN t.j IS NULL THEN kvir_skip('other log line (not a request-log record)')
+        WHEN t.j.event = 'request.received' THEN kvir_skip('request.received event (not a request)')
+        WHEN t.j.event IS NULL THEN kvir_bad('missing field: event')
+        WHEN t.j.event <> 'request.finished' THEN kvir_skip('other request-log event: ' || left(t.j.event, 40))
+        WHEN t.rid IS NULL THEN kvir_bad('missing field: rid')
+        WHEN t.ts_fin IS NULL OR NOT kvir_in_range(t.ts_fin)
+            THEN kvir_bad(kvir_ts_problem(t.stamp, t.ts_fin, t.tz_iana, t.tz_offset_min))
+        WHEN t.logged_prompt IS NULL THEN kvir_bad('prompt_tokens is not a non-negative integer')
+        WHEN t.latency_s IS NULL THEN kvir_bad('non-numeric field: out.meta_info.e2e_latency')
+        WHEN t.latency_s < 0 THEN kvir_bad('negative e2e_latency')
+        WHEN kvir_span(t.latency_s) IS NULL THEN kvir_bad('implausible e2e_latency (over 10^7 s)')
+        ELSE kvir_bad('unreadable record') END AS verdict,
+    t.text AS raw,
+    CASE WHEN t.rejection THEN coalesce(nullif(t.rej.rid, ''), t.rej.rid_dq) ELSE t.rid END AS request_id,
+    t.room AS bootstrap_room,
+    CASE WHEN t.rejection THEN t.ts_fin ELSE t.ts_fin - coalesce(kvir_span(t.latency_s), INTERVAL 0 SECOND) END AS ts,
+    CASE WHEN NOT t.rejection THEN t.ts_fin END AS ts_end,
+    CASE WHEN t.rejection THEN CAST(t.rej.tokens AS BIGINT) ELSE coalesce(t.rejected_len, t.logged_prompt) END AS prompt_tokens,
+    t.cached_tokens,
+    t.completion_tokens,
+    CASE WHEN t.rejection THEN CASE WHEN t.s_role IS DISTINCT FROM 'prefill' THEN 400 END
+         ELSE kvir_sglang_status(t.ftype, t.fstatus) END AS http_status,
+    CASE WHEN t.rejection THEN CASE WHEN t.s_role IS DISTINCT FROM 'prefill' THEN 'rejected' END
+         ELSE kvir_sglang_outcome(t.ftype, t.fstatus) END AS outcome,
+    CASE WHEN t.rejection THEN 'abort' ELSE t.ftype END AS finish_reason,
+    CASE WHEN t.rejection THEN 1 WHEN t.rejected_len IS NOT NULL THEN t.logged_prompt END::BIGINT AS prefill_tokens
+FROM timed AS t

@@ -1,6 +1,6 @@
 -- sglang_router: the SGLang router / model gateway (sgl-router, smg) access log as candidate request records.
 -- Params: none
--- Inputs: __input__ (numbered text lines: source_id, line_no, line, line_bytes), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
 --
 -- Rust tracing, timer ChronoUtc("%Y-%m-%d %H:%M:%S"): UTC, second resolution, no zone marker.
 -- Text:  2026-08-27 00:02:31  INFO http_request{method=POST uri=/v1/chat/completions version=HTTP/1.1
@@ -15,7 +15,7 @@
 -- not the workers' rid, so it joins engine logs by time (queries/case/evidence_join.sql). Start lines,
 -- non-generation paths (/health, /metrics) and the router's other lines are counted, not requests.
 WITH lines AS (
-    SELECT i.source_id, i.line_no, i.line_bytes, i.line AS raw_text,
+    SELECT i.source_id, i.line_no, i.problem, i.line AS raw_text,
         CASE WHEN position(chr(27) IN i.line) > 0 THEN regexp_replace(i.line, '\x1b\[[0-9;]*m', '', 'g')
              ELSE i.line END AS text
     FROM __input__ AS i
@@ -33,7 +33,7 @@ parsed AS (
     FROM lines AS l
 ),
 fields AS (
-    SELECT p.source_id, p.line_no, p.line_bytes, p.raw_text, p.j IS NOT NULL AS is_json,
+    SELECT p.source_id, p.line_no, p.problem, p.raw_text, p.j IS NOT NULL AS is_json,
         p.j IS NULL AND starts_with(ltrim(p.text), '{') AS bad_json,
         CASE WHEN p.j IS NOT NULL THEN p.j.timestamp ELSE nullif(p.t.stamp, '') END AS stamp,
         CASE WHEN p.j IS NOT NULL THEN coalesce(p.j.message, p.j.fields.message) ELSE p.t.rest END AS msg,
@@ -55,59 +55,33 @@ timed AS (
         CASE WHEN f.msg LIKE '%finished processing request%' OR f.msg LIKE '%request failed with%' THEN 'end'
              WHEN f.msg LIKE '%started processing request%' THEN 'start' END AS event,
         kvir_parse_ts(f.stamp, s.tz_iana, kvir_utc_off(s.tz_iana, s.tz_offset_min)) AS ts_end0,
-        s.tz_iana, s.tz_offset_min, s.max_line_bytes
+        s.tz_iana, s.tz_offset_min
     FROM fields AS f JOIN __settings__ AS s ON s.source_id = f.source_id
-),
-judged AS (
-    SELECT t.*,
-        CASE
-            WHEN t.line_bytes > t.max_line_bytes THEN 'bad'
-            WHEN trim(t.text) = '' THEN 'skip'
-            WHEN t.bad_json THEN 'bad'
-            WHEN t.event IS DISTINCT FROM 'end' THEN 'skip'
-            WHEN NOT coalesce(kvir_is_generation_path(t.uri), true) THEN 'skip'
-            WHEN t.rid IS NULL OR t.status IS NULL OR kvir_span(t.latency_s) IS NULL OR NOT kvir_in_range(t.ts_end0) THEN 'bad'
-            ELSE 'request' END AS kind,
-        CASE
-            WHEN t.line_bytes > t.max_line_bytes THEN 'line longer than ' || t.max_line_bytes || ' bytes'
-            WHEN trim(t.text) = '' THEN 'blank line'
-            WHEN t.bad_json THEN kvir_json_problem(t.text, t.line_bytes, t.max_line_bytes)
-            WHEN t.event = 'start' THEN 'router start line (the end line is the request)'
-            WHEN t.event IS NULL AND t.stamp IS NULL AND NOT t.is_json THEN 'other log line (no timestamp prefix)'
-            WHEN t.event IS NULL THEN 'other router line'
-            WHEN NOT coalesce(kvir_is_generation_path(t.uri), true)
-                THEN 'not a generation request: ' || coalesce(t.method, '?') || ' ' || left(split_part(t.uri, '?', 1), 60)
-            WHEN t.rid IS NULL THEN 'missing field: request_id'
-            WHEN t.status IS NULL THEN 'missing field: status_code'
-            WHEN t.latency_s IS NULL THEN 'missing or unreadable field: latency'
-            WHEN kvir_span(t.latency_s) IS NULL THEN 'implausible latency (over 10^7 s)'
-            WHEN t.ts_end0 IS NULL OR NOT kvir_in_range(t.ts_end0)
-                THEN kvir_ts_problem(t.stamp, t.ts_end0, t.tz_iana, kvir_utc_off(t.tz_iana, t.tz_offset_min))
-        END AS reason
-    FROM timed AS t
 )
 SELECT
-    j.source_id::INTEGER AS source_id,
-    j.line_no AS source_line,
-    j.kind,
-    CASE WHEN j.kind <> 'request' THEN j.reason END AS reason,
-    CASE WHEN j.kind = 'request' THEN j.rid END AS request_id,
-    NULL::VARCHAR AS bootstrap_room,
-    CASE WHEN j.kind = 'request' THEN j.ts_end0 - kvir_span(j.latency_s) END AS ts,
-    CASE WHEN j.kind = 'request' THEN j.ts_end0 END AS ts_end,
-    0 AS ts_granularity_s,
-    NULL::VARCHAR AS account_id,
-    CASE WHEN j.kind = 'request' THEN s.served_model END AS model,
-    NULL::BIGINT AS prompt_tokens,
-    NULL::BIGINT AS cached_tokens,
-    NULL::BIGINT AS completion_tokens,
-    CASE WHEN j.kind = 'request' THEN j.status END AS http_status,
-    CASE WHEN j.kind = 'request' THEN kvir_outcome_from_status(j.status) END AS outcome,
-    NULL::VARCHAR AS finish_reason,
-    'gateway' AS role,
-    s.node AS node,
-    NULL::VARCHAR AS prefill_node,
-    NULL::VARCHAR AS decode_node,
-    NULL::BIGINT AS prefill_tokens,
-    CASE WHEN j.kind = 'bad' AND s.keep_raw THEN j.raw_text END AS raw
-FROM judged AS j JOIN __settings__ AS s ON s.source_id = j.source_id
+    t.source_id,
+    t.line_no AS source_line,
+    CASE
+        WHEN t.problem IS NOT NULL THEN kvir_bad(t.problem)
+        WHEN trim(t.text) = '' THEN kvir_skip('blank line')
+        WHEN t.bad_json THEN kvir_unparsed(t.text)
+        WHEN t.event = 'start' THEN kvir_skip('router start line (the end line is the request)')
+        WHEN t.event IS NULL AND t.stamp IS NULL AND NOT t.is_json THEN kvir_skip('other log line (no timestamp prefix)')
+        WHEN t.event IS NULL THEN kvir_skip('other router line')
+        WHEN NOT coalesce(kvir_is_generation_path(t.uri), true)
+            THEN kvir_skip('not a generation request: ' || coalesce(t.method, '?') || ' ' || left(split_part(t.uri, '?', 1), 60))
+        WHEN t.rid IS NULL THEN kvir_bad('missing field: request_id')
+        WHEN t.status IS NULL THEN kvir_bad('missing field: status_code')
+        WHEN t.latency_s IS NULL THEN kvir_bad('missing or unreadable field: latency')
+        WHEN kvir_span(t.latency_s) IS NULL THEN kvir_bad('implausible latency (over 10^7 s)')
+        WHEN t.ts_end0 IS NULL OR NOT kvir_in_range(t.ts_end0)
+            THEN kvir_bad(kvir_ts_problem(t.stamp, t.ts_end0, t.tz_iana, kvir_utc_off(t.tz_iana, t.tz_offset_min)))
+    END AS verdict,
+    t.raw_text AS raw,
+    t.rid AS request_id,
+    t.ts_end0 - kvir_span(t.latency_s) AS ts,
+    t.ts_end0 AS ts_end,
+    t.status AS http_status,
+    kvir_outcome_from_status(t.status) AS outcome,
+    'gateway' AS role
+FROM timed AS t

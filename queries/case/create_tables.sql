@@ -18,13 +18,35 @@ CREATE TABLE IF NOT EXISTS sources (
     notes VARCHAR[],
     seconds DOUBLE
 );
+-- records_text is the record contract: every adapter's output, after the shared epilogue
+-- (toolkit/ingest/epilogue.py), has exactly these columns, in this order, with these types
+-- (tests/formats/test_contract.py checks every registered format). An adapter emits the columns it knows;
+-- the epilogue pads the others (DEFAULT, derived from the source's settings, or NULL).
 CREATE TABLE IF NOT EXISTS records_text (
-    source_id INTEGER, source_line BIGINT, kind VARCHAR, reason VARCHAR,
-    request_id VARCHAR, bootstrap_room VARCHAR, ts TIMESTAMPTZ, ts_end TIMESTAMPTZ, ts_granularity_s INTEGER,
-    account_id VARCHAR, model VARCHAR, prompt_tokens BIGINT, cached_tokens BIGINT, completion_tokens BIGINT,
-    http_status INTEGER, outcome VARCHAR, finish_reason VARCHAR, role VARCHAR, node VARCHAR,
-    prefill_node VARCHAR, decode_node VARCHAR, prefill_tokens BIGINT, raw VARCHAR,
-    source_path VARCHAR    -- set only by multi-file in-place sources (Parquet datasets): the file of the row
+    source_id INTEGER,
+    source_line BIGINT,              -- line (or record) number in the file; a Parquet row's number in its file
+    kind VARCHAR,                    -- request | skip (counted, not a request) | bad (quarantined)
+    reason VARCHAR,                  -- why skipped or quarantined (NULL for requests)
+    request_id VARCHAR,
+    bootstrap_room VARCHAR,          -- PD: shared by the prefill and decode copies of one request
+    ts TIMESTAMPTZ,                  -- request start, UTC
+    ts_end TIMESTAMPTZ,
+    ts_granularity_s INTEGER DEFAULT 0,  -- 0: exact; 3600: only the hour is known
+    account_id VARCHAR,
+    model VARCHAR,                   -- default: the source's served model
+    prompt_tokens BIGINT,
+    cached_tokens BIGINT,
+    completion_tokens BIGINT,
+    http_status INTEGER,
+    outcome VARCHAR,                 -- served | rejected | failed | aborted | NULL (unknown)
+    finish_reason VARCHAR,
+    role VARCHAR,                    -- prefill | decode | mixed | gateway (client-facing); default: the source's
+    node VARCHAR,                    -- the node whose log this is; default: the source's
+    prefill_node VARCHAR,            -- default: node when role is prefill or mixed
+    decode_node VARCHAR,             -- default: node when role is decode or mixed
+    prefill_tokens BIGINT,           -- what the prefill side computed; default: prompt_tokens when role is prefill
+    raw VARCHAR,                     -- the raw text: kept only for quarantined rows, only with keep_raw
+    source_path VARCHAR              -- set only by multi-file in-place sources (Parquet datasets): the file of the row
 );
 CREATE TABLE IF NOT EXISTS quarantine_text (
     source_id INTEGER, source_line BIGINT, reason VARCHAR, raw VARCHAR

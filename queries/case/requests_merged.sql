@@ -3,10 +3,14 @@
 --
 -- 1. PD copies: prefill and decode log one request under different rids and the same bootstrap_room;
 --    they are one request, and the decode side's outcome wins (the client's stream came from decode).
+--    A record without a room joins the room of a record with its request id (an SGLang scheduler's
+--    rejection line names only the rid).
 -- 2. The same request seen by several sources (a gateway log and the engine log) shares a request id:
 --    one request. Each field comes from the most authoritative record that has it:
 --      outcome, http_status: gateway (what the client got) > decode > mixed > prefill
---      prompt_tokens:        decode > mixed > gateway > prefill (a prefill placeholder logs 1 token)
+--      prompt_tokens:        decode > mixed > gateway > prefill (a prefill placeholder logs 1 token); among
+--                            equally authoritative records the larger (an engine's rejection line states the
+--                            real length, the rejected request's own Finish line the 1-token stub)
 --      account_id:           gateway > anything else
 --    ts is the earliest start any record gives that knows its time exactly (ts_granularity_s 0): a
 --    record known only to the hour (metrics export) widens nothing when an exact one exists; if all are
@@ -14,21 +18,34 @@
 --    excepted: a prefill-side abort next to a served decode is the incident's signature, kept in
 --    prefill_outcome) set conflict = true; nothing is dropped.
 CREATE OR REPLACE TABLE requests AS
-WITH r AS (
+WITH r0 AS (
     SELECT r.*,
         CASE r.role WHEN 'gateway' THEN 4 WHEN 'decode' THEN 3 WHEN 'mixed' THEN 2 WHEN 'prefill' THEN 0 ELSE 1 END AS p_outcome,
         CASE r.role WHEN 'decode' THEN 4 WHEN 'mixed' THEN 3 WHEN 'gateway' THEN 2 WHEN 'prefill' THEN 0 ELSE 1 END AS p_tokens,
         CASE r.role WHEN 'gateway' THEN 4 ELSE 1 END AS p_account
     FROM records AS r
 ),
+-- a record without a room (an engine's rejection line, a gateway record) that shares its request id with a
+-- record logged with a room belongs to that room's request (the semi-join keeps the build side small)
+adopted AS (
+    SELECT r0.request_id, min(r0.bootstrap_room) AS room
+    FROM r0
+    WHERE r0.bootstrap_room IS NOT NULL
+      AND r0.request_id IN (SELECT request_id FROM r0 WHERE bootstrap_room IS NULL)
+    GROUP BY r0.request_id
+),
+r AS (
+    SELECT r0.*, coalesce(r0.bootstrap_room, a.room) AS pd_room
+    FROM r0 LEFT JOIN adopted AS a ON r0.bootstrap_room IS NULL AND a.request_id = r0.request_id
+),
 -- stage 1: PD pairs by bootstrap_room; the group's id is the decode side's rid
 rooms AS (
     SELECT r.*,
         coalesce(max_by(r.request_id, CASE r.role WHEN 'decode' THEN 3 WHEN 'mixed' THEN 2 WHEN 'prefill' THEN 0 ELSE 1 END)
-                     OVER (PARTITION BY r.bootstrap_room), r.request_id) AS merged_id
-    FROM r WHERE r.bootstrap_room IS NOT NULL
+                     OVER (PARTITION BY r.pd_room), r.request_id) AS merged_id
+    FROM r WHERE r.pd_room IS NOT NULL
     UNION ALL
-    SELECT r.*, r.request_id AS merged_id FROM r WHERE r.bootstrap_room IS NULL
+    SELECT r.*, r.request_id AS merged_id FROM r WHERE r.pd_room IS NULL
 ),
 grouped AS (
     SELECT
@@ -39,17 +56,18 @@ grouped AS (
              ELSE max(ts_granularity_s) END AS ts_granularity_s,
         max_by(account_id, CASE WHEN account_id IS NOT NULL THEN p_account END) AS account_id,
         max_by(model, CASE WHEN model IS NOT NULL THEN p_outcome END) AS model,
-        max_by(prompt_tokens, CASE WHEN prompt_tokens IS NOT NULL THEN p_tokens END) AS prompt_tokens,
+        max_by(prompt_tokens, CASE WHEN prompt_tokens IS NOT NULL THEN p_tokens * 1000000000000 + prompt_tokens END) AS prompt_tokens,
         max_by(cached_tokens, CASE WHEN cached_tokens IS NOT NULL THEN p_tokens END) AS cached_tokens,
         max_by(completion_tokens, CASE WHEN completion_tokens IS NOT NULL THEN p_outcome END) AS completion_tokens,
-        max_by(http_status, CASE WHEN http_status IS NOT NULL THEN p_outcome END) AS http_status,
+        -- the status of the record the outcome comes from (an abort on decode has none, whatever prefill said)
+        arg_max_null(http_status, CASE WHEN outcome IS NOT NULL OR http_status IS NOT NULL THEN p_outcome END) AS http_status,
         max_by(outcome, CASE WHEN outcome IS NOT NULL THEN p_outcome END) AS outcome,
         max_by(finish_reason, CASE WHEN finish_reason IS NOT NULL THEN p_outcome END) AS finish_reason,
         coalesce(max(prefill_node), max(CASE WHEN role = 'prefill' THEN node END)) AS prefill_node,
         coalesce(max(decode_node), max(CASE WHEN role = 'decode' THEN node END)) AS decode_node,
         coalesce(max(prefill_tokens), max(CASE WHEN role = 'prefill' THEN prompt_tokens END)) AS prefill_tokens,
         max(CASE WHEN role = 'prefill' THEN outcome END) AS prefill_outcome,
-        max(bootstrap_room) AS bootstrap_room,
+        max(pd_room) AS bootstrap_room,
         max_by(source_id, p_outcome * 1000000000000 - source_line) AS source_id,
         max_by(source_line, p_outcome * 1000000000000 - source_line) AS source_line,
         max_by(source_path, p_outcome * 1000000000000 - source_line) AS source_path,

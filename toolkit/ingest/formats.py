@@ -1,7 +1,9 @@
 """The request-log formats kvir reads: one entry here plus one SQL adapter in queries/adapters/.
 
-Adding a format = writing queries/adapters/<name>.sql (a SELECT from __input__ and __settings__
-producing the columns of RECORD_COLUMNS), a sniffing rule in sniff.py, and registering a Format below.
+Adding a format = one SQL file (queries/adapters/<name>.sql: a SELECT from __input__ emitting the record
+contract's columns it knows, see queries/adapters/README.md; the shared epilogue, kvir.ingest.epilogue,
+does the rest), one registry entry below (with its sniffing rule from sniff.py) and a fixture under
+tests/fixtures/<name>/ (tests/formats/test_contract.py fails for a format without one).
 Readers: `lines` (numbered text lines, toolkit/lines.py), `records` (NDJSON, JSON documents or CSV as
 one JSON object per row, readers.py: NDJSON, JSON arrays and API pages, CSV), the `*-mapped` generic ones.
 Roles in records: prefill | decode | mixed (engine logs) and gateway (anything client-facing: router,
@@ -14,36 +16,7 @@ from dataclasses import dataclass, field
 from kvir.ingest import sniff as sn
 from kvir.ingest.sniff import Sniffer
 
-__all__ = ["FORMATS", "Format", "RECORD_COLUMNS", "RECORD_COLUMN_NAMES", "get", "register"]
-
-# What every adapter produces, one row per input line or record (tests check each adapter).
-RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("source_id", "INTEGER"),
-    ("source_line", "BIGINT"),
-    ("kind", "VARCHAR"),           # request | skip | bad
-    ("reason", "VARCHAR"),         # why skipped / why quarantined
-    ("request_id", "VARCHAR"),
-    ("bootstrap_room", "VARCHAR"),
-    ("ts", "TIMESTAMPTZ"),         # request start, UTC
-    ("ts_end", "TIMESTAMPTZ"),
-    ("ts_granularity_s", "INTEGER"),  # 0 exact; 3600 when only the hour is known
-    ("account_id", "VARCHAR"),
-    ("model", "VARCHAR"),
-    ("prompt_tokens", "BIGINT"),
-    ("cached_tokens", "BIGINT"),
-    ("completion_tokens", "BIGINT"),
-    ("http_status", "INTEGER"),
-    ("outcome", "VARCHAR"),        # served | rejected | failed | aborted | NULL (unknown)
-    ("finish_reason", "VARCHAR"),
-    ("role", "VARCHAR"),           # prefill | decode | mixed | gateway (client-facing) | NULL
-    ("node", "VARCHAR"),           # the node whose log this is
-    ("prefill_node", "VARCHAR"),
-    ("decode_node", "VARCHAR"),
-    ("prefill_tokens", "BIGINT"),
-    ("raw", "VARCHAR"),            # the raw line: only for quarantined lines, only with --keep-raw
-)
-RECORD_COLUMN_NAMES = tuple(c for c, _ in RECORD_COLUMNS)
-
+__all__ = ["FORMATS", "Format", "get", "register"]
 
 @dataclass(frozen=True)
 class Format:

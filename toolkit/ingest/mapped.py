@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from kvir.case.store import Case
 from kvir.core.errors import InputError
+from kvir.ingest.epilogue import compile_adapter
 from kvir.ingest.lines import head_lines
 from kvir.ingest.sources import IngestOptions, Source
 from kvir.spec.model import MAPPABLE_FIELDS
@@ -205,7 +206,7 @@ def ingest_parquet(case: Case, src: Source) -> None:
     con.execute(f"CREATE OR REPLACE VIEW src{src.source_id}_input AS SELECT {int(src.source_id)}::INTEGER AS source_id, "
                 f"file_row_number + 1 AS line_no, {extra}{proj}, {path} AS source_path FROM {raw}")
     adapter = "adapters/parquet_typed" if typed else src.format.adapter
-    sql = case.compile(adapter, {"input": f"src{src.source_id}_input", "settings": "source_settings"})
+    sql = compile_adapter(case, adapter, f"src{src.source_id}_input")
     con.execute(f"CREATE OR REPLACE VIEW records_src{src.source_id} AS {sql}")
     src.notes.append("typed columns: lean adapter, filters pushed into the Parquet scan" if typed
                      else "generic adapter (columns need conversion)")

@@ -2,7 +2,9 @@
 
 Customer-side exports come as NDJSON, as one JSON document (an array, or an object holding the array
 under `result`, `data`, ...), or as CSV with a header. The adapter of such a format always sees the
-same input: `source_id, line_no, line (VARCHAR: one JSON object), line_bytes, repaired, problem`.
+same input: `source_id, line_no, line (VARCHAR: one JSON object), line_bytes, repaired, problem`, the
+shape the `lines` formats get too (`tagged`): `problem` is the reader's reason for a record it could not
+hand over (over the line limit, a CSV row DuckDB rejected, an unreadable document), else NULL.
 
     NDJSON     line_no = the line number; every line comes out (blank and malformed ones too)
     document   line_no = the record's 1-based position in the file (arrays are streamed by DuckDB)
@@ -88,27 +90,45 @@ def records_input(case: "Case", group: list["Source"], opts: "IngestOptions",
                 yield from tables[src.source_id].to_batches()
                 continue
             for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
-                yield _tagged(b, src.source_id)
+                yield tagged(b, src.source_id, opts.max_line_bytes)
     return pa.RecordBatchReader.from_batches(RECORD_SCHEMA, batches())
 
 
 def read_records(case: "Case", src: "Source", opts: "IngestOptions", shape: str | None = None) -> pa.Table:
     """The records of one file as a table; its shape (ndjson | array | document | csv) given or sniffed."""
     shape = shape or shape_of(src.paths[0])
-    if shape == "csv":
-        return _csv_records(case, src).cast(RECORD_SCHEMA)
     if shape == "ndjson":
         return pa.Table.from_batches(
-            [_tagged(b, src.source_id) for b in iter_line_batches(src.paths[0], opts.max_line_bytes, text=True)],
-            RECORD_SCHEMA)
-    return _document_records(case, src, shape).cast(RECORD_SCHEMA)
+            [tagged(b, src.source_id, opts.max_line_bytes)
+             for b in iter_line_batches(src.paths[0], opts.max_line_bytes, text=True)], RECORD_SCHEMA)
+    table = _csv_records(case, src) if shape == "csv" else _document_records(case, src, shape)
+    return _with_overlong(table.cast(RECORD_SCHEMA), opts.max_line_bytes)
 
 
-def _tagged(batch: pa.RecordBatch, source_id: int) -> pa.RecordBatch:
+def tagged(batch: pa.RecordBatch, source_id: int, max_line_bytes: int) -> pa.RecordBatch:
+    """Numbered lines as records: each row tagged with its source_id, and the reader's problem for a line
+    over the limit (it arrives empty, with its true length)."""
     n = batch.num_rows
     return pa.RecordBatch.from_arrays(
-        [pa.array(np.full(n, source_id, np.int32))] + batch.columns + [pa.nulls(n, pa.string())],
-        schema=RECORD_SCHEMA)
+        [pa.array(np.full(n, source_id, np.int32))] + batch.columns
+        + [_overlong(batch.column("line_bytes"), max_line_bytes, "line")], schema=RECORD_SCHEMA)
+
+
+def _overlong(lengths: pa.Array, max_bytes: int, what: str, problem: pa.Array | None = None) -> pa.Array:
+    """problem (or NULL) for each row, with `<what> longer than N bytes` where the row is over the limit."""
+    too = np.asarray(lengths.to_numpy(zero_copy_only=False)) > max_bytes
+    if problem is None:
+        problem = pa.nulls(len(lengths), pa.string())
+    if not too.any():
+        return problem
+    return pc.if_else(pc.and_(pa.array(too), pc.is_null(problem)), f"{what} longer than {max_bytes} bytes", problem)
+
+
+def _with_overlong(table: pa.Table, max_bytes: int) -> pa.Table:
+    """A document's or CSV's records with a problem for each record over the limit."""
+    problem = _overlong(table.column("line_bytes").combine_chunks(), max_bytes, "record",
+                        table.column("problem").combine_chunks())
+    return table.set_column(table.schema.get_field_index("problem"), "problem", problem)
 
 
 _CASES = " ".join(

@@ -16,17 +16,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from kvir.ingest import formats as fmts
 from kvir.case.store import Case
 from kvir.core.errors import InputError
 from kvir.ingest.lines import compression_of, interleave, iter_line_batches
-from kvir.ingest.lines import TEXT_SCHEMA as LINE_SCHEMA
+from kvir.ingest.epilogue import compile_adapter
 from kvir.ingest.joins import join_evidence
 from kvir.ingest.mapped import ingest_parquet, mapped_input
-from kvir.ingest.readers import records_input
+from kvir.ingest.readers import RECORD_SCHEMA, records_input, tagged
 from kvir.ingest.settings import write_extra_settings
 from kvir.ingest.stage import fill_stage
 from kvir.core.progress import ByteCounter, Reporter
@@ -142,23 +141,15 @@ def _build_requests(case: Case, sources: list[Source], opts: IngestOptions | Non
         join_evidence(case, sources, (opts or IngestOptions()).join_tolerance_s)
 
 
-_BATCH_SCHEMA = pa.schema([("source_id", pa.int32())] + list(LINE_SCHEMA))
-
-
-def _tag(batch: pa.RecordBatch, source_id: int) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays(
-        [pa.array(np.full(batch.num_rows, source_id, np.int32))] + batch.columns, schema=_BATCH_SCHEMA)
-
-
 def _lines_of(group: list[Source], opts: IngestOptions, on_bytes=None) -> pa.RecordBatchReader:
     """The numbered lines of every file in the group, one stream, each row tagged with its source_id."""
     def producer(src: Source):
         def batches():
             for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
-                yield _tag(b, src.source_id)
+                yield tagged(b, src.source_id, opts.max_line_bytes)
         return batches
     # several files are split in parallel threads (kvir.lines.interleave); each row keeps its source and line
-    return pa.RecordBatchReader.from_batches(_BATCH_SCHEMA, interleave([producer(s) for s in group]))
+    return pa.RecordBatchReader.from_batches(RECORD_SCHEMA, interleave([producer(s) for s in group]))
 
 
 def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes=None) -> None:
@@ -180,7 +171,8 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
         con.execute(f"CREATE OR REPLACE TEMP TABLE {name}_kept AS SELECT * FROM {name}")
         con.unregister(name)
         name, inp = f"{name}_kept", None
-    sql = case.compile(fmt.adapter, {"input": name, "settings": "source_settings"})
+    schema = inp.schema if isinstance(inp, (pa.RecordBatchReader, pa.Table)) else None
+    sql = compile_adapter(case, fmt.adapter, name, schema)
     stage = f"batch{group[0].source_id}_stage"
     try:
         # a stream of lines runs in chunks DuckDB parses on every thread (kvir.formats.stage)

@@ -123,18 +123,50 @@ def count_matching(lines: list[str], pattern: re.Pattern[str]) -> int:
 
 # ------------------------------------------------------------------------------------------------ SGLang
 
+# SGLang's lines: the request log's handler writes `[YYYY-MM-DD HH:MM:SS] ` before each record from 0.5.12, the
+# server `[YYYY-MM-DD HH:MM:SS[.mmm][ rank tags]] `; a container runtime may put its own stamp before that
+_SGLANG_PREFIX = re.compile(r"^(?:\S+\s+(?:stdout|stderr)\s+[FP]\s+|\S+\s+)?\[\d{4}-\d{2}-\d{2}[ T][^\]]*\] ")
+_SGLANG_TEXT_REQUEST = re.compile(r"(Finish|Receive): obj=")
+_SGLANG_SERVER = re.compile(r"server_args=(ServerArgs\(|\{)|Input length \(\d+ tokens\) exceeds the maximum allowed length")
+
+
+def _sglang_json_record(line: str) -> bool:
+    s = line.strip()
+    m = _SGLANG_PREFIX.match(s)
+    if m and s[m.end():].startswith("{"):
+        s = s[m.end():]
+    if not s.startswith("{"):
+        return False
+    try:
+        v = json.loads(s)
+    except ValueError:
+        return False
+    return isinstance(v, dict) and str(v.get("event", "")).startswith("request.") and ("rid" in v or "obj" in v)
+
+
+def _sglang_lines(path: Path, head: list[str]) -> list[str]:
+    """The head, or, for a server's output whose first lines are start-up lines, its first MiB: the first
+    request-log line of a server's stdout comes after hundreds of start-up lines."""
+    if any(_sglang_json_record(x) or _SGLANG_TEXT_REQUEST.search(x) for x in head):
+        return head
+    if count_matching(head, _SGLANG_SERVER) or sum(bool(_SGLANG_PREFIX.match(x)) for x in head) * 2 > len(head):
+        from kvir.ingest.lines import head_lines
+
+        return head_lines(path, max_lines=20000, max_bytes=1 << 20)
+    return head
+
+
 def sglang_json(path: Path, head: list[str]) -> int:
-    v = first_json(head)
-    if v and str(v.get("event", "")).startswith("request.") and ("rid" in v or "obj" in v):
-        return 95
-    return 0
-
-
-_SGLANG_TEXT = re.compile(r"(Finish|Receive): obj=|server_args=ServerArgs\(")
+    return 95 if any(_sglang_json_record(x) for x in _sglang_lines(path, head)) else 0
 
 
 def sglang_text(path: Path, head: list[str]) -> int:
-    return 90 if count_matching(head, _SGLANG_TEXT) else 0
+    lines = _sglang_lines(path, head)
+    if count_matching(lines, _SGLANG_TEXT_REQUEST):
+        return 90
+    if any(_sglang_json_record(x) for x in lines):
+        return 0
+    return 60 if count_matching(lines, _SGLANG_SERVER) else 0
 
 
 METRICS_NAME = re.compile(r"sglang-request-metrics-(\d{8})_(\d{2})\.log$")

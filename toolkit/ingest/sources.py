@@ -111,23 +111,34 @@ def sniff(path: Path) -> tuple[Format, str]:
     return FORMATS[best], f"sniffed: {best} (score {best_score}; tried: {tried})"
 
 
-_SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)")
+# SGLang's start-up settings dump: `server_args=ServerArgs(k=v, ...)` (the dataclass repr, <= 0.5.18) or
+# `server_args={'k': v, ...}` (ServerArgs.resolved_dict(), 0.5.19+; watermark secrets redacted from 0.5.22)
+_SERVER_ARGS = re.compile(r"server_args=(?:ServerArgs\(|\{)(.*)")
+# vLLM's: `non-default args: {'model': '...', 'served_model_name': ['...'], ...}` (api_utils.py, 0.32)
+_VLLM_ARGS = re.compile(r"\bnon-default args: \{(.*)")
+
+
+def _setting(args: str, key: str, values: str = r"[^']*") -> str | None:
+    """A string setting from either dump shape: `key='v'` (repr) or `'key': 'v'` (dict)."""
+    m = re.search(r"(?<![\w'])'?" + key + r"'?(?:=|: )'(" + values + r")'", args)
+    return m.group(1) if m else None
 
 
 def _server_args(path: Path) -> tuple[str | None, str | None, int | None]:
-    """(served model, disaggregation role, line) from an SGLang `server_args=ServerArgs(...)` line, if any
-    within the first MiB (the engine prints it once at start-up)."""
+    """(served model, disaggregation role, line) from an SGLang `server_args=` line or vLLM's `non-default
+    args:` line, if any within the first MiB (the engine prints it once at start-up)."""
     for i, line in enumerate(head_lines(path, max_lines=5000, max_bytes=1 << 20), 1):
         m = _SERVER_ARGS.search(line)
+        v = None if m else _VLLM_ARGS.search(line)
+        if v:
+            names = re.search(r"'served_model_name': \['([^']*)'", v.group(1))
+            return names.group(1) if names else _setting(v.group(1), "model"), None, i
         if not m:
             continue
         args = m.group(1)
-        served = re.search(r"\bserved_model_name='([^']*)'", args)
-        model_path = re.search(r"\bmodel_path='([^']*)'", args)
-        mode = re.search(r"\bdisaggregation_mode='(prefill|decode|null)'", args)
-        role = {"prefill": "prefill", "decode": "decode", "null": "mixed"}.get(mode.group(1)) if mode else None
-        model = served.group(1) if served else (model_path.group(1) if model_path else None)
-        return model, role, i
+        mode = _setting(args, "disaggregation_mode", "prefill|decode|null")
+        role = {"prefill": "prefill", "decode": "decode", "null": "mixed"}.get(mode) if mode else None
+        return _setting(args, "served_model_name") or _setting(args, "model_path"), role, i
     return None, None, None
 
 
@@ -195,7 +206,8 @@ def _settle(i: int, files: list[Path], key: tuple, fmt: Format, how: str, ss: So
     if not fmt.names_model:
         model, role, line = _server_args(first)
         if model:
-            src.served_model, src.served_model_source = model, f"server_args= line {line}"
+            what = "non-default args:" if fmt.name == "vllm" else "server_args="
+            src.served_model, src.served_model_source = model, f"{what} line {line}"
         elif opts.served_model or (ss and ss.served_model):
             src.served_model = opts.served_model or ss.served_model  # type: ignore[union-attr]
             src.served_model_source = "--served-model" if opts.served_model else "[[sources]] served_model"
