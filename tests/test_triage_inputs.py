@@ -130,7 +130,8 @@ def test_huge_lines_bad_utf8_and_out_of_range_times_are_counted(spec, tmp_path):
 
 
 def test_max_bad_lines_fails_but_keeps_the_case(spec, tmp_path):
-    f = write(tmp_path / "d.jsonl", fin("2026-08-30T10:00:00", "a", 700000) + "\nnot json\nnot json either\n")
+    # truncated request-log records (a line that is no JSON at all is another server line: counted, skipped)
+    f = write(tmp_path / "d.jsonl", fin("2026-08-30T10:00:00", "a", 700000) + '\n{"not json\n{"not json either\n')
     with pytest.raises(TooManyBadLines, match="2 records quarantined"):
         kvir.triage(spec(), [f], out=tmp_path / "c", source_tz=CHI, max_bad_lines=1)
     assert (tmp_path / "c" / "quarantine.csv").read_text().count("not json") == 0   # raw text only with --keep-raw
@@ -140,7 +141,7 @@ def test_max_bad_lines_fails_but_keeps_the_case(spec, tmp_path):
 
 
 def test_keep_raw_keeps_the_quarantined_text_only_on_request(spec, tmp_path):
-    f = write(tmp_path / "d.jsonl", "secret prompt text that broke the line\n")
+    f = write(tmp_path / "d.jsonl", '{"secret prompt text that broke the line\n')
     kvir.triage(spec(), [f], out=tmp_path / "c", source_tz=CHI, format="sglang-json")
     assert "secret prompt" not in (tmp_path / "c" / "quarantine.csv").read_text()
     kvir.triage(spec(), [f], out=tmp_path / "c2", source_tz=CHI, format="sglang-json", keep_raw=True)
