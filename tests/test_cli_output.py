@@ -116,3 +116,13 @@ def test_audit_tables_show_node_names_inert(tmp_path_factory, node):
     res = runner.invoke(app, ["audit", str(log), "--inventory", str(inv)], env={"COLUMNS": "400"})
     assert res.exit_code in (0, 2), res.output
     _assert_inert(res.stderr)
+
+
+def test_the_zone_column_says_where_utc_comes_from(spec, tmp_path):
+    from kvir.cli.present.triage import zone_shown
+
+    # what each format's times are, from its documentation, not from the registry under test
+    assert zone_shown({"format": "sglang-json", "source_tz": "America/Chicago"}) == "America/Chicago"
+    assert zone_shown({"format": "litellm", "source_tz": "America/Chicago"}) == "UTC (by format)"
+    assert zone_shown({"format": "cloudflare-gateway", "source_tz": "America/Chicago"}) == "UTC (from the records)"
+    assert zone_shown({"format": "generic-csv", "source_tz": None}) == "-"

@@ -19,11 +19,13 @@ def relative(labels: list[str]) -> list[str]:
 
 
 def zone_shown(source: dict) -> str:
-    """The zone a source's naive times were read in; formats whose times are UTC by definition say so."""
+    """The zone a source's times were read in: the host zone given for naive local times, "UTC (by format)"
+    where the format's naive times are UTC by definition, "UTC (from the records)" where every time carries
+    its offset or is an epoch number (a --source-tz given for other files does not apply to it)."""
     fmt = FORMATS.get(source["format"])
-    if fmt is not None and fmt.times_utc:
-        return "UTC (by format)"
-    return source["source_tz"] or "-"
+    if fmt is None or "source_tz" in fmt.needs or fmt.name.startswith("generic"):
+        return source["source_tz"] or "-"
+    return "UTC (by format)" if fmt.times_utc else "UTC (from the records)"
 
 
 def print_triage(result) -> None:
