@@ -241,3 +241,17 @@ def test_generic_fixtures(rel, tmp_path):
     r = _triage(tmp_path, [GENERATED / rel], format=fmt)
     assert _counts(r) == {Path(rel).name: counts}
     assert affected_ids(r) == affected
+
+
+def test_audit_reads_the_real_start_up_grammar():
+    """The pool line of vLLM 0.32's CPU build is one line (`CPU KV cache size: N tokens, Maximum concurrency for
+    M tokens per request: Xx`); SGLang 0.5.19+ dumps its settings as a dict."""
+    from kvir.audit import audit
+
+    v = audit([GENERATED / "real" / "vllm-0.32.0-cpu" / "startup.log"], source_tz="UTC", year=2026).node_configs
+    assert (v["engine"].iloc[0], v["pool_tokens"].iloc[0], v["context_len"].iloc[0]) == ("vllm", 1_048_576, 2048)
+    for build, canary in (("0.5.18", "none"), ("0.5.19", "none"), ("0.5.23", "none")):
+        nc = audit([GENERATED / "sglang-json" / build / "prefill-0.log"], source_tz=CHI).node_configs
+        row = nc.iloc[0]
+        assert (row["role"], row["context_len"], row["page_size"], row["kv_canary"], row["served_model"]) == \
+            ("prefill", 1_048_576, 64, canary, "zai-org/GLM-5.3"), build
