@@ -229,7 +229,7 @@ def test_sdk_models_of_services_that_cannot_run(tmp_path):
     assert _counts(r) == {"api_v2_observations.json": X.LANGFUSE["counts"]}
     assert affected_ids(r) == X.LANGFUSE["affected"] and _by_category(r)["rejected"] == X.LANGFUSE["rejected"]
     for page in ("logs_page.json", "logs_page.compact.json"):
-        r = _triage(tmp_path / page, [GENERATED / "cloudflare-gateway" / page], format="cloudflare-gateway")
+        r = _triage(tmp_path / page, [GENERATED / "cloudflare-gateway" / page])          # sniffed, pretty or not
         assert _counts(r) == {page: X.CLOUDFLARE["counts"]}
         assert affected_ids(r) == X.CLOUDFLARE["affected"] and _by_category(r)["rejected"] == X.CLOUDFLARE["rejected"]
 
