@@ -286,6 +286,12 @@ CREATE OR REPLACE MACRO kvir_otlp_attr(attrs, k) AS (
     SELECT coalesce(v ->> '$.stringValue', v ->> '$.intValue', v ->> '$.doubleValue', v ->> '$.boolValue')
     FROM (SELECT list_filter(CAST(json_extract(attrs, '$[*]') AS JSON[]), lambda a: (a ->> '$.key') = k)[1] -> '$.value' AS v));
 
+-- An OTLP/JSON array attribute ({"arrayValue": {"values": [{"stringValue": ...}, ...]}}) as a list of text, NULL when
+-- absent (gen_ai.response.finish_reasons).
+CREATE OR REPLACE MACRO kvir_otlp_list(attrs, k) AS (
+    SELECT json_extract_string(v, '$.arrayValue.values[*].stringValue')
+    FROM (SELECT list_filter(CAST(json_extract(attrs, '$[*]') AS JSON[]), lambda a: (a ->> '$.key') = k)[1] -> '$.value' AS v));
+
 -- A duration in seconds as an INTERVAL; NULL when missing, not finite or beyond ±10^7 s (115 days): a
 -- latency no request has, which would also overflow the microsecond arithmetic.
 CREATE OR REPLACE MACRO kvir_span(sec) AS CASE
@@ -319,7 +325,7 @@ CREATE OR REPLACE MACRO kvir_triage_category(prompt_tokens, hit, outcome, ts, gr
 
 CREATE OR REPLACE MACRO kvir_undecidable_reason(prompt_tokens, hit, outcome) AS CASE
     WHEN prompt_tokens IS NULL THEN 'prompt length unknown'
-    WHEN hit AND outcome IS NULL THEN 'outcome unknown (no HTTP status or finish reason)' END;
+    WHEN hit AND outcome IS NULL THEN 'outcome unknown (no HTTP status, and no finish reason that says served or not: e.g. content_filter)' END;
 
 CREATE OR REPLACE MACRO kvir_time_note(ts, gran, ws, we) AS CASE WHEN coalesce(gran, 0) > 0 THEN
     'start known only to within ' || gran || ' s: [' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') || ', '

@@ -16,9 +16,8 @@ MAX_LINES = 400
 KNOWN_CYCLES: set[frozenset[str]] = {
     frozenset({"kvir.replay.kernels", "kvir.replay.triton_kernels"}),
     frozenset({"kvir.replay", "kvir.replay.run"}),
-    frozenset({"kvir.sim.fleet", "kvir.sim.logs", "kvir.sim.parquet"}),
 }
-KNOWN_LONG = {"toolkit/sim/fleet.py", "replay/run.py"}
+KNOWN_LONG = {"replay/run.py"}
 
 
 def modules() -> dict[str, Path]:

@@ -1,6 +1,9 @@
 -- cloudflare_gateway: Cloudflare AI Gateway log objects (REST API pages or NDJSON) as request records.
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Example: {"id": "01GW1", "cached": false, "created_at": "2026-09-09T19:39:59.999000Z", "duration": 5000, "model": "@cf/zai-org/glm-5.3", "path": "workers-ai/v1/chat/completions", "provider": "workers-ai", "success": true, "tokens_in": 681281, "tokens_out": 10, "cost": 0.06, "custom_cost": null, "metadata": "{\"customer_id\": \"cust_gw1\"}", "model_type": "text-generation", "request_content_type": null, "request_type": "chat", "response_content_type": null, "status_code": 200, "step": null}
+-- Required: id, created_at, model
+-- Optional: duration, tokens_in, tokens_out, status_code, success, cached, metadata
 --
 -- Fields (developers.cloudflare.com, AI Gateway logs API): id, created_at (RFC 3339, UTC), model,
 -- provider, status_code, success, tokens_in, tokens_out, duration (ms), cached, metadata (a JSON

@@ -1,6 +1,9 @@
 -- cloudflare_logpush: Cloudflare Logpush ai_gateway_events records (NDJSON) as candidate request records.
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Example: {"Cached":false,"Endpoint":"workers-ai/v1/chat/completions","Gateway":"prod","Metadata":{"customer_id":"cust_lp1"},"Metrics":{"cost":0.0042,"durationMs":5000},"Model":"@cf/zai-org/glm-5.3","Provider":"workers-ai","RateLimited":false,"RequestedModel":"@cf/zai-org/glm-5.3","RoutingDecisionID":"","RoutingReason":"","StatusCode":200,"Timestamp":1788256800000000000}
+-- Required: Timestamp, Model|RequestedModel
+-- Optional: StatusCode, RateLimited, Cached, Metadata, Metrics
 --
 -- Documented fields (developers.cloudflare.com, Logpush dataset ai_gateway_events): Cached, Endpoint,
 -- Gateway, Metadata (object: the cf-aig-metadata header; customer ids), Metrics (object, e.g.

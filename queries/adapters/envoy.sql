@@ -1,6 +1,9 @@
 -- envoy: Envoy / Istio / Envoy AI Gateway JSON access-log records as request records (candidates without token keys).
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Example: {"start_time":"2026-09-07T10:00:00.000Z","method":"POST","path":"/v1/chat/completions","protocol":"HTTP/1.1","response_code":200,"response_flags":"-","bytes_received":2900000,"bytes_sent":1500,"duration":5000,"upstream_host":"10.1.2.3:8000","request_id":"9a1f6c1e-0001","gen_ai.request.model":"zai-org/GLM-5.3","gen_ai.response.model":"zai-org/GLM-5.3","gen_ai.usage.input_tokens":681281,"gen_ai.usage.output_tokens":9,"x-user-id":"cust_ev1"}
+-- Required: start_time
+-- Optional: gen_ai.request.model, gen_ai.response.model (else the source's served model), request_id, path, response_code, response_flags, duration, gen_ai.usage.input_tokens, gen_ai.usage.output_tokens, x-user-id
 --
 -- json_format keys are the operator's; these are Envoy's / Istio's usual names: start_time (%START_TIME%:
 -- RFC 3339, UTC by default; an epoch number is read by magnitude), method, path, response_code,

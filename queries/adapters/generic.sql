@@ -1,6 +1,9 @@
 -- generic: any CSV / JSON Lines / Parquet source whose columns are mapped in incident.toml, as request records.
 -- Params: none
 -- Inputs: __input__ (source_id, line_no, mapped columns, see below), __settings__ (one row per source_id: its settings)
+-- Example: request_id,ts,model,prompt_tokens,http_status,account_id // g1,2026-08-28T10:00:00Z,zai-org/GLM-5.3,681281,200,acct-1
+-- Required: request_id, ts|ts_end (mapped in [sources.columns]; columns named like these need no mapping)
+-- Optional: ts_end, latency_s, model (or --served-model), account_id, prompt_tokens, cached_tokens, completion_tokens, http_status, finish_reason, bootstrap_room, prefill_node, decode_node, prefill_tokens
 --
 -- The reader (toolkit/ingest.py) maps the user's columns onto fixed names, whitelisting each column
 -- against the file's schema; unmapped fields are NULL. Time columns arrive split by type:

@@ -1,6 +1,9 @@
 -- helicone: Helicone request exports (@helicone/export JSON / JSONL / CSV, or query-clickhouse rows) as request records.
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Example: {"request_id":"5b2a1c9e-0001-4c1a-9f1e-000000000001","request_created_at":"2026-09-05T10:00:00.000Z","request_path":"/v1/chat/completions","request_user_id":"cust_hc1","request_model":"glm-5.3","model":"zai-org/GLM-5.3","response_id":"chatcmpl-h1","response_status":200,"delay_ms":5000,"prompt_tokens":681281,"completion_tokens":9,"total_tokens":681290,"prompt_cache_read_tokens":null,"provider":"OPENAI"}
+-- Required: request_id|response_id, request_created_at, model|request_model
+-- Optional: request_user_id, response_status, delay_ms, prompt_tokens, completion_tokens, prompt_cache_read_tokens
 --
 -- HeliconeRequest fields: request_id (Helicone's uuid), request_created_at (ISO-8601; a naive value is
 -- UTC), request_user_id (the Helicone-User-Id header: the customer), model / response_model /

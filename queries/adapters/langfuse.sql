@@ -2,6 +2,9 @@
 -- camelCase) as request records.
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Example: {"id": "obs-g1", "traceId": "tr-1", "startTime": "2026-09-04T10:00:00Z", "endTime": "2026-09-04T10:00:30Z", "projectId": "p1", "type": "GENERATION", "name": "chat", "level": "DEFAULT", "environment": "production", "userId": "cust_lf1", "model": "zai-org/GLM-5.3", "usageDetails": {"input": 681281, "output": 5, "total": 681286}}
+-- Required: id, startTime|start_time, model|providedModelName|provided_model_name
+-- Optional: type, endTime, userId, level, statusMessage, usageDetails
 --
 -- GENERATION observations are requests; SPAN, EVENT and the other types are counted. Times: start_time /
 -- end_time 'YYYY-MM-DD HH:MM:SS.ffffff' in UTC without a zone (the API's startTime is ISO with Z): naive

@@ -2,7 +2,7 @@
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
 --
--- Example: chatcmpl-153ee8f3b1c846beb7168a915c7fb778,acompletion,154037ac727a5df934696fab403ce5ff20cdcd9a8505ae24facbc6a7a96ff1f2,0.1362618,681288,681281,7,2026-09-02 10:00:02.405,2026-09-02 10:00:03.179,,hosted_vllm/zai-org/GLM-5.3,,zai-org/GLM-5.3,hosted_vllm,,u_internal,{},False,,[],team_1,cust_a,,{},{},{},,success,,,,,,,,
+-- Example: {"request_id": "chatcmpl-153ee8f3b1c846beb7168a915c7fb778", "call_type": "acompletion", "spend": 0.1362618, "total_tokens": 681288, "prompt_tokens": 681281, "completion_tokens": 7, "startTime": "2026-09-02T10:00:02.405", "endTime": "2026-09-02T10:00:02.983", "model": "hosted_vllm/zai-org/GLM-5.3", "model_id": "glm53-pd-0", "model_group": "zai-org/GLM-5.3", "custom_llm_provider": "hosted_vllm", "api_base": "http://127.0.0.1:18011/v1/chat/completions", "user": "u_internal", "cache_hit": "None", "team_id": "team_1", "end_user": "cust_a", "status": "success", "request_duration_ms": 577, "metadata": {"user_api_key_alias": "prod", "status": "success"}}
 -- Required: request_id, startTime, model_group|model
 -- Optional: endTime, prompt_tokens, completion_tokens, custom_llm_provider, end_user, user, team_id, status, metadata
 --

@@ -1,12 +1,15 @@
 -- nginx: nginx JSON access-log records (log_format ... escape=json) as candidate request records.
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Example: {"time_iso8601":"2026-09-08T12:00:00+02:00","msec":"1788861600.523","time_local":"08/Sep/2026:12:00:00 +0200","request_id":"91c4be1bbcc74281fe98aebeef4468fc","http_x_request_id":"","remote_addr":"127.0.0.1","request_method":"POST","request_uri":"/v1/chat/completions","server_protocol":"HTTP/1.1","status":"200","body_bytes_sent":"467","request_length":"334","request_time":"0.002","upstream_addr":"127.0.0.1:18015, 127.0.0.1:18013","upstream_status":"502, 200","upstream_http_x_request_id":"91c4be1bbcc74281fe98aebeef4468fc","http_x_model":"zai-org/GLM-5.3","http_x_customer_id":"cust_ng1"}
+-- Required: msec|time_iso8601|time_local, status
+-- Optional: request_id, http_x_request_id, upstream_http_x_request_id, request_time, request_uri, upstream_status, http_x_model, http_x_customer_id
 --
 -- Keys are the operator's; these are the usual variable names: msec ($msec: epoch seconds with a ms
 -- fraction, the log time), time_iso8601 ($time_iso8601: *local* time with its offset), time_local
 -- ('27/Aug/2026:02:00:00 +0200'), request_time (seconds), status (what the client got: 499 = the client
--- closed the connection), upstream_status (may list retries: "502, 200"), upstream_addr, request_id
--- ($request_id or $http_x_request_id), request_method, request_uri / uri, and headers the operator logs
+-- closed the connection), upstream_status (may list retries: "502, 200"), upstream_addr, the request id
+-- ($upstream_http_x_request_id, else $http_x_request_id, else $request_id: the engine's id first), request_method, request_uri / uri, and headers the operator logs
 -- for the model or the customer (http_x_model, http_x_customer_id, http_x_user_id, ...). nginx logs a
 -- request when it ends: start = log time - request_time. nginx never sees token counts: candidates.
 WITH parsed AS (
@@ -14,7 +17,7 @@ WITH parsed AS (
         CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
              THEN TRY(from_json(i.line, '{"msec":"VARCHAR","time_iso8601":"VARCHAR","time_local":"VARCHAR",
                   "request_time":"VARCHAR","status":"VARCHAR","upstream_status":"VARCHAR","upstream_addr":"VARCHAR",
-                  "request_id":"VARCHAR","http_x_request_id":"VARCHAR","request_method":"VARCHAR","request_uri":"VARCHAR",
+                  "request_id":"VARCHAR","http_x_request_id":"VARCHAR","upstream_http_x_request_id":"VARCHAR","request_method":"VARCHAR","request_uri":"VARCHAR",
                   "uri":"VARCHAR","request":"VARCHAR","model":"VARCHAR","http_x_model":"VARCHAR",
                   "customer_id":"VARCHAR","user_id":"VARCHAR","http_x_customer_id":"VARCHAR","http_x_user_id":"VARCHAR"}')) END AS j,
         s.served_model, s.node
@@ -30,7 +33,10 @@ fields AS (
         TRY_CAST(nullif(kvir_text(p.j.request_time), '-') AS DOUBLE) AS request_time_s,
         TRY_CAST(TRY_CAST(nullif(kvir_text(p.j.status), '-') AS DOUBLE) AS INTEGER) AS status,
         nullif(kvir_text(p.j.upstream_status), '-') AS upstream_status,
-        nullif(kvir_text(coalesce(p.j.request_id, p.j.http_x_request_id)), '-') AS rid0,
+        -- the id the engine knew: the one the upstream answered with, else the client's X-Request-Id (nginx
+        -- passes it on unchanged), else nginx's own $request_id
+        coalesce(nullif(kvir_text(split_part(p.j.upstream_http_x_request_id, ', ', -1)), '-'),
+                 nullif(kvir_text(p.j.http_x_request_id), '-'), nullif(kvir_text(p.j.request_id), '-')) AS rid0,
         coalesce(nullif(kvir_text(coalesce(p.j.request_uri, p.j.uri)), '-'),
                  nullif(split_part(kvir_text(p.j.request), ' ', 2), '')) AS path,
         coalesce(nullif(kvir_text(p.j.request_method), '-'), nullif(split_part(kvir_text(p.j.request), ' ', 1), '')) AS method,

@@ -2,13 +2,20 @@
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem)
 --
--- chat.completion / text_completion bodies (and the last chat.completion.chunk of a stream, the one that
--- carries usage): id (the engine's request id: SGLang's rid, vLLM's chatcmpl-<request id>), created (Unix
--- *seconds*), model (the served name), choices[].finish_reason, usage.prompt_tokens (cached tokens
--- included), usage.completion_tokens, usage.prompt_tokens_details.cached_tokens. A body exists only
--- for a response the client received (HTTP 200): outcome served, or aborted for finish_reason abort.
--- Error bodies ({"object":"error", ... "code":400}) carry no id and no time: counted, not requests;
--- stream chunks without usage likewise.
+-- Example: {"id":"cmpl-a7609c3b623d7e8e","object":"text_completion","created":1796114769,"model":"tiny-llama","choices":[{"index":0,"text":"...","logprobs":null,"finish_reason":"length","stop_reason":null}],"service_tier":null,"system_fingerprint":"vllm-0.32.0-35f2b258","usage":{"prompt_tokens":3,"total_tokens":11,"completion_tokens":8,"prompt_tokens_details":null}}
+-- Required: id, created, model
+-- Optional: object, choices, usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens_details.cached_tokens
+--
+-- chat.completion / text_completion bodies and stream chunks (chat.completion.chunk, or text_completion
+-- objects without usage): id (the engine's request id: SGLang's rid; vLLM's cmpl-<id> / chatcmpl-<id>,
+-- its logs' ids without the -<prompt index>), created (Unix *seconds*), model (the served name),
+-- choices[].finish_reason, usage.prompt_tokens (cached tokens included), usage.completion_tokens,
+-- usage.prompt_tokens_details.cached_tokens. The chunks of one stream share its id (one request; only the
+-- last, with stream_options.include_usage, carries usage: without it the length is unknown). A body
+-- exists only for a response the client received (HTTP 200): outcome served, aborted for finish_reason
+-- abort, unknown for content_filter (a filter stopped it: not known to be served). Error bodies
+-- ({"object":"error", ... "code":400}, or {"error": {...}}) carry no id and no time: counted, not requests;
+-- other objects (a model list) likewise.
 WITH parsed AS (
     SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
@@ -27,7 +34,8 @@ fields AS (
         kvir_count(p.j.usage.prompt_tokens_details.cached_tokens) AS n_cached,
         kvir_text(p.j.choices[1].finish_reason) AS freason,
         p.j.object = 'error' OR (p.j.error IS NOT NULL AND p.j.id IS NULL) AS is_error,
-        p.j.object = 'chat.completion.chunk' AND p.j.usage IS NULL AS is_chunk
+        p.j.object IS NOT NULL AND p.j.object NOT IN ('chat.completion', 'chat.completion.chunk', 'text_completion', 'response')
+            AS not_completion
     FROM parsed AS p
 )
 SELECT
@@ -36,12 +44,12 @@ SELECT
     coalesce(kvir_reader_verdict(f.problem, f.text, f.j), CASE
         WHEN f.is_error THEN kvir_skip('error body (no id, no time): ' || coalesce(left(coalesce(f.j.type, f.j.error ->> '$.type'), 40), '?')
                                        || ' ' || coalesce(left(coalesce(f.j.code, f.j.error ->> '$.code'), 10), ''))
-        WHEN f.is_chunk THEN kvir_skip('stream chunk without usage')
+        WHEN f.not_completion THEN kvir_skip('not a completion: object ' || left(f.j.object, 40))
         WHEN f.rid IS NULL THEN kvir_bad('missing field: id')
         WHEN f.ts0 IS NULL OR NOT kvir_in_range(f.ts0) THEN kvir_bad(kvir_ts_problem(f.j.created, f.ts0, NULL, 0))
         WHEN kvir_text(f.j.model) IS NULL THEN kvir_bad('missing field: model')
-        WHEN f.j.usage.prompt_tokens IS NULL THEN kvir_bad('missing field: usage.prompt_tokens')
-        WHEN f.n_prompt IS NULL THEN kvir_bad('usage.prompt_tokens is not a non-negative integer')
+        WHEN f.j.usage.prompt_tokens IS NOT NULL AND f.n_prompt IS NULL
+            THEN kvir_bad('usage.prompt_tokens is not a non-negative integer')
     END) AS verdict,
     f.text AS raw,
     f.rid AS request_id,
@@ -51,7 +59,9 @@ SELECT
     f.n_cached AS cached_tokens,
     f.n_completion AS completion_tokens,
     200 AS http_status,
-    CASE WHEN lower(f.freason) = 'abort' THEN 'aborted' ELSE 'served' END AS outcome,
+    CASE WHEN lower(f.freason) = 'abort' THEN 'aborted'
+         WHEN lower(f.freason) = 'content_filter' THEN NULL      -- filtered: not known to be served
+         ELSE 'served' END AS outcome,
     f.freason AS finish_reason,
     'gateway' AS role
 FROM fields AS f

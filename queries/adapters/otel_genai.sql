@@ -1,13 +1,20 @@
 -- otel_genai: OpenTelemetry GenAI client spans in OTLP/JSON (file exporter: one export request per line) as request records.
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem)
+-- Example: {"resourceSpans":[{"resource":{"attributes":[{"key":"telemetry.sdk.language","value":{"stringValue":"python"}},{"key":"telemetry.sdk.name","value":{"stringValue":"opentelemetry"}},{"key":"telemetry.sdk.version","value":{"stringValue":"1.45.2"}},{"key":"service.instance.id","value":{"stringValue":"d8ff89a6-6985-4f1f-9137-39ecf1f12408"}},{"key":"service.name","value":{"stringValue":"chat-gateway"}},{"key":"service.version","value":{"stringValue":"1.4.2"}},{"key":"deployment.environment.name","value":{"stringValue":"production"}}]},"scopeSpans":[{"scope":{"name":"opentelemetry.util.genai.handler","version":"1.1b0"},"spans":[{"traceId":"3058aa30c2eadd12d7c0499aaf4a2472","spanId":"d368a3a622ea31e2","parentSpanId":"f50491a8ac85c6d8","name":"chat zai-org/GLM-5.3","kind":3,"startTimeUnixNano":"1788436800066273820","endTimeUnixNano":"1788436800104400921","attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}},{"key":"gen_ai.request.model","value":{"stringValue":"zai-org/GLM-5.3"}},{"key":"gen_ai.provider.name","value":{"stringValue":"openai"}},{"key":"gen_ai.response.finish_reasons","value":{"arrayValue":{"values":[{"stringValue":"stop"}]}}},{"key":"gen_ai.response.model","value":{"stringValue":"zai-org/GLM-5.3"}},{"key":"gen_ai.response.id","value":{"stringValue":"chatcmpl-b6dcde48f1d44810aaf3b799cd246258"}},{"key":"gen_ai.usage.input_tokens","value":{"intValue":"681281"}},{"key":"gen_ai.usage.output_tokens","value":{"intValue":"7"}}],"flags":256,"status":{}}]}]}]}
+-- Required: resourceSpans[].scopeSpans[].spans[] with gen_ai.* attributes, startTimeUnixNano, gen_ai.request.model|gen_ai.response.model
+-- Optional: gen_ai.operation.name, gen_ai.response.id, gen_ai.usage.input_tokens, gen_ai.usage.output_tokens, gen_ai.usage.cache_read.input_tokens, gen_ai.response.finish_reasons, error.type, status, user.id (span, parent, resource or trace)
 --
 -- resourceSpans[].scopeSpans[].spans[] (older: instrumentationLibrarySpans); startTimeUnixNano /
 -- endTimeUnixNano are decimal *strings* of nanoseconds; attributes are [{"key", "value": {"stringValue" |
 -- "intValue" (a string) | ...}}]. GenAI semantic conventions: gen_ai.operation.name, gen_ai.request.model,
 -- gen_ai.response.model, gen_ai.response.id (the engine's request id), gen_ai.usage.input_tokens (cached
 -- included; legacy gen_ai.usage.prompt_tokens), gen_ai.usage.output_tokens,
--- gen_ai.usage.cache_read.input_tokens, error.type, user.id (span or resource; older enduser.id).
+-- gen_ai.usage.cache_read.input_tokens, gen_ai.response.finish_reasons (an array: served when a choice
+-- stopped or ran to its length; content_filter alone: not known to be served), error.type and the span's
+-- status (code 2 = error, message `Error code: 400 - ...` from the openai instrumentation). The customer:
+-- user.id (older enduser.id) on the span, else on its parent, else on the resource, else on any span of its
+-- trace in the same source (the openai-v2 instrumentation records none: the application's span carries it).
 -- One record per span, numbered by the line that holds it (source_line). Spans without gen_ai.*
 -- attributes and non-generation operations (embeddings, ...) are counted, not requests. A line that is
 -- not an OTLP document is one quarantined record; a document without spans one counted record.
@@ -34,7 +41,9 @@ attrs AS (
         sp.span ->> '$.endTimeUnixNano' AS end_ns,
         sp.span ->> '$.traceId' AS trace_id,
         sp.span ->> '$.spanId' AS span_id,
-        sp.span ->> '$.status.code' AS status_code
+        nullif(sp.span ->> '$.parentSpanId', '') AS parent_id,
+        sp.span ->> '$.status.code' AS status_code,
+        sp.span ->> '$.status.message' AS status_message
     FROM spans AS sp
 ),
 fields AS (
@@ -47,8 +56,9 @@ fields AS (
         kvir_count(coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.input_tokens'), kvir_otlp_attr(a.a, 'gen_ai.usage.prompt_tokens'))) AS n_input,
         kvir_count(coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.output_tokens'), kvir_otlp_attr(a.a, 'gen_ai.usage.completion_tokens'))) AS n_output,
         kvir_count(kvir_otlp_attr(a.a, 'gen_ai.usage.cache_read.input_tokens')) AS n_cached,
-        kvir_text(coalesce(kvir_otlp_attr(a.a, 'user.id'), kvir_otlp_attr(a.rattrs, 'user.id'),
-                           kvir_otlp_attr(a.a, 'enduser.id'), kvir_otlp_attr(a.rattrs, 'enduser.id'))) AS account,
+        kvir_text(coalesce(kvir_otlp_attr(a.a, 'user.id'), kvir_otlp_attr(a.a, 'enduser.id'))) AS own_user,
+        kvir_text(coalesce(kvir_otlp_attr(a.rattrs, 'user.id'), kvir_otlp_attr(a.rattrs, 'enduser.id'))) AS resource_user,
+        kvir_otlp_list(a.a, 'gen_ai.response.finish_reasons') AS finish_reasons,
         kvir_text(kvir_otlp_attr(a.a, 'error.type')) AS error_type,
         TRY_CAST(kvir_otlp_attr(a.a, 'http.response.status_code') AS INTEGER) AS http_code,
         kvir_parse_ts(a.start_ns, NULL, 0) AS ts0,
@@ -56,8 +66,12 @@ fields AS (
         coalesce(len(list_filter(json_extract_string(a.a, '$[*].key'), lambda k: starts_with(k, 'gen_ai.'))), 0) > 0 AS is_genai
     FROM attrs AS a
 ),
+users AS (        -- who sent a trace: the GenAI instrumentation records no user; the app's own span does
+    SELECT f.source_id, f.trace_id, f.span_id, f.own_user FROM fields AS f WHERE f.own_user IS NOT NULL
+),
 span_rows AS (
     SELECT f.*,
+        coalesce(f.own_user, par.own_user, f.resource_user, tr.own_user) AS account,
         CASE
             WHEN NOT f.is_genai THEN kvir_skip('span without gen_ai attributes')
             WHEN f.op IS NOT NULL AND f.op NOT IN ('chat', 'text_completion', 'generate_content', 'completion')
@@ -69,10 +83,17 @@ span_rows AS (
         END AS verdict,
         CASE WHEN f.error_type IS NOT NULL OR f.status_code IN ('2', 'STATUS_CODE_ERROR') THEN
                  CASE WHEN f.http_code BETWEEN 400 AND 499
-                           OR regexp_matches(coalesce(f.error_type, ''), '\b4[0-9][0-9]\b|BadRequest|context_length')
+                           OR regexp_matches(coalesce(f.error_type, '') || ' ' || coalesce(f.status_message, ''),
+                                             '\b4[0-9][0-9]\b|BadRequest|context_length')
                       THEN 'rejected' ELSE 'failed' END
+             -- finish reasons: served when a choice stopped or ran to its length; a content filter's (or any
+             -- other) reason alone does not say the response was served
+             WHEN len(f.finish_reasons) > 0 AND NOT list_has_any(f.finish_reasons, ['stop', 'length']) THEN NULL
              ELSE coalesce(kvir_outcome_from_status(f.http_code), 'served') END AS outcome
     FROM fields AS f
+    LEFT JOIN users AS par ON par.source_id = f.source_id AND par.trace_id = f.trace_id AND par.span_id = f.parent_id
+    LEFT JOIN (SELECT source_id, trace_id, min(own_user) AS own_user FROM users GROUP BY ALL) AS tr
+        ON tr.source_id = f.source_id AND tr.trace_id = f.trace_id
 )
 SELECT
     r.source_id,
@@ -88,7 +109,7 @@ SELECT
     r.n_output AS completion_tokens,
     r.http_code AS http_status,
     r.outcome,
-    r.error_type AS finish_reason,
+    coalesce(array_to_string(r.finish_reasons, ','), r.error_type) AS finish_reason,
     'gateway' AS role
 FROM span_rows AS r
 UNION ALL BY NAME    -- the lines that hold no span: their text is the raw record

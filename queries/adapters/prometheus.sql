@@ -1,6 +1,9 @@
 -- prometheus: Prometheus text-format scrapes (/metrics) line by line: counted, never requests.
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem)
+-- Example: sglang:prompt_tokens_histogram_bucket{engine_type="prefill",le="800000.0",model_name="zai-org/GLM-5.3"} 47.0
+-- Required: <family>_bucket{le="..."} samples of a prompt-token histogram (sglang:prompt_tokens_histogram, vllm:request_prompt_tokens)
+-- Optional: model_name label, a sample timestamp (ms)
 --
 -- A scrape cannot name a request: its prompt-token histograms (sglang:prompt_tokens_histogram,
 -- vllm:request_prompt_tokens) only bound how many requests were longer than a threshold. Each line is

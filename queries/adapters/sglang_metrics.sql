@@ -10,12 +10,18 @@
 -- So the finish lies in [H, H + 1 h) (H = the file's hour in UTC) and the start in
 -- [H - e2e_latency, H + 1 h - e2e_latency): ts is that lower bound and ts_granularity_s = 3600.
 -- A file hour that is ambiguous or does not exist (DST fold / gap) is refused for every record.
+-- prompt_tokens and e2e_latency are optional (the tokenizer manager's abort of a request in flight logs
+-- neither: unknown length; without e2e_latency the finish hour bounds the start); a request rejected for
+-- length logs the 1-token stub as prompt_tokens and the real length in finish_reason.message.
+-- Example: {"request_parameters": "{\"rid\": \"dA\", \"sampling_params\": {\"max_new_tokens\": 1024}, \"stream\": false, \"bootstrap_host\": \"10.0.0.7\", \"bootstrap_port\": 8998, \"bootstrap_room\": 7001}", "id": "dA", "finish_reason": {"type": "length", "length": 812}, "prompt_tokens": 681281, "weight_version": "default", "completion_tokens": 812, "cached_tokens": 0, "e2e_latency": 140.25}
+-- Required: id|request_parameters, (the hour in the file name sglang-request-metrics-YYYYMMDD_HH.log)
+-- Optional: request_parameters.bootstrap_room, prompt_tokens, completion_tokens, cached_tokens, e2e_latency, finish_reason
 WITH parsed AS (
     SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN starts_with(i.line, '{') OR starts_with(ltrim(i.line), '{') THEN TRY(from_json(i.line,
                 '{"request_parameters":"VARCHAR","id":"VARCHAR","prompt_tokens":"VARCHAR",
                   "completion_tokens":"VARCHAR","cached_tokens":"VARCHAR","e2e_latency":"VARCHAR",
-                  "finish_reason":{"type":"VARCHAR","status_code":"VARCHAR"}}'))
+                  "finish_reason":{"type":"VARCHAR","status_code":"VARCHAR","message":"VARCHAR"}}'))
         END AS j,
         try_strptime(regexp_extract(s.file_name, 'sglang-request-metrics-(\d{8}_\d{2})\.log', 1), '%Y%m%d_%H') AS hour_local,
         s.tz_iana, s.tz_offset_min, s.file_name
@@ -27,7 +33,8 @@ fields AS (
                                         THEN json_extract_string(p.j.request_parameters, '$.rid') END)) AS rid,
         kvir_text(CASE WHEN json_valid(p.j.request_parameters)
                        THEN json_extract_string(p.j.request_parameters, '$.bootstrap_room') END) AS room,
-        kvir_count(p.j.prompt_tokens) AS prompt_tokens,
+        kvir_count(p.j.prompt_tokens) AS logged_prompt,
+        CASE WHEN p.j.finish_reason.type = 'abort' THEN kvir_sglang_rejected_len(p.j.finish_reason.message) END AS rejected_len,
         kvir_count(p.j.completion_tokens) AS completion_tokens,
         kvir_count(p.j.cached_tokens) AS cached_tokens,
         TRY_CAST(p.j.e2e_latency AS DOUBLE) AS latency_s,
@@ -40,8 +47,9 @@ SELECT
     f.source_id,
     f.line_no AS source_line,
     CASE
-        WHEN f.j IS NOT NULL AND f.rid IS NOT NULL AND f.prompt_tokens IS NOT NULL AND kvir_in_range(f.hour_utc)
-             AND f.latency_s >= 0 AND kvir_span(f.latency_s) IS NOT NULL THEN NULL
+        WHEN f.j IS NOT NULL AND f.rid IS NOT NULL AND kvir_in_range(f.hour_utc)
+             AND (f.logged_prompt IS NOT NULL OR f.j.prompt_tokens IS NULL)
+             AND (f.latency_s >= 0 AND kvir_span(f.latency_s) IS NOT NULL OR f.j.e2e_latency IS NULL) THEN NULL
         WHEN f.problem IS NOT NULL THEN kvir_bad(f.problem)
         WHEN f.j IS NULL THEN kvir_unparsed(f.text)
         WHEN f.hour_local IS NULL
@@ -51,22 +59,22 @@ SELECT
             THEN kvir_bad(coalesce(kvir_local_problem(f.hour_local, f.tz_iana, f.tz_offset_min), 'hour outside 1990-2100')
                           || ' (file hour ' || strftime(f.hour_local, '%Y-%m-%d %H:00') || ')')
         WHEN f.rid IS NULL THEN kvir_bad('missing field: id')
-        WHEN f.j.prompt_tokens IS NULL THEN kvir_bad('missing field: prompt_tokens')
-        WHEN f.prompt_tokens IS NULL THEN kvir_bad('prompt_tokens is not a non-negative integer')
-        WHEN f.latency_s IS NULL THEN kvir_bad('missing or non-numeric field: e2e_latency')
+        WHEN f.logged_prompt IS NULL AND f.j.prompt_tokens IS NOT NULL THEN kvir_bad('prompt_tokens is not a non-negative integer')
+        WHEN f.latency_s IS NULL THEN kvir_bad('non-numeric field: e2e_latency')
         WHEN f.latency_s < 0 THEN kvir_bad('negative e2e_latency')
         WHEN kvir_span(f.latency_s) IS NULL THEN kvir_bad('implausible e2e_latency (over 10^7 s)')
         ELSE kvir_bad('unreadable record') END AS verdict,
     f.text AS raw,
     f.rid AS request_id,
     f.room AS bootstrap_room,
-    f.hour_utc - kvir_span(f.latency_s) AS ts,
+    f.hour_utc - coalesce(kvir_span(f.latency_s), INTERVAL 0 SECOND) AS ts,
     f.hour_utc AS ts_end,
     3600 AS ts_granularity_s,
-    f.prompt_tokens,
+    coalesce(f.rejected_len, f.logged_prompt) AS prompt_tokens,
     f.cached_tokens,
     f.completion_tokens,
     kvir_sglang_status(f.ftype, f.fstatus) AS http_status,
     kvir_sglang_outcome(f.ftype, f.fstatus) AS outcome,
-    f.ftype AS finish_reason
+    f.ftype AS finish_reason,
+    CASE WHEN f.rejected_len IS NOT NULL THEN f.logged_prompt END AS prefill_tokens
 FROM fields AS f

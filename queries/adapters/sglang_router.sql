@@ -1,6 +1,9 @@
 -- sglang_router: the SGLang router / model gateway (sgl-router, smg) access log as candidate request records.
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Example: 2026-08-30 10:00:05  INFO http_request{method=POST uri=/v1/chat/completions version=HTTP/1.1 request_id="chatcmpl-Nze1CSENFb7YR2OqCbYP3B6f" status_code=200 latency="5.000000000s"}: sglang_router_rs::response: src/middleware.rs:257: finished processing request
+-- Required: timestamp, finished processing request (or request failed with ...), request_id, status_code, latency
+-- Optional: method, uri (a non-generation path is counted, not a request)
 --
 -- Rust tracing, timer ChronoUtc("%Y-%m-%d %H:%M:%S"): UTC, second resolution, no zone marker.
 -- Text:  2026-08-27 00:02:31  INFO http_request{method=POST uri=/v1/chat/completions version=HTTP/1.1

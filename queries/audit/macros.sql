@@ -6,20 +6,23 @@
 -- complete, because a line cut by a log shipper can end in the middle of a number.
 
 -- integer `key=N`
+-- Each reads both shapes of SGLang's settings dump: the repr `key=v` (<= 0.5.18) and the dict `'key': v`
+-- (ServerArgs.resolved_dict(), 0.5.19+)
+CREATE OR REPLACE MACRO kva_key(key) AS '(?:(?:^|[ ,(])' || key || '=|[ ,{]''' || key || ''': )';
 CREATE OR REPLACE MACRO kva_int(msg, key) AS
-    TRY_CAST(nullif(regexp_extract(msg, '(?:^|[ ,(])' || key || '=(\d+)[,)]', 1), '') AS BIGINT);
+    TRY_CAST(nullif(regexp_extract(msg, kva_key(key) || '(\d+)[,)}]', 1), '') AS BIGINT);
 CREATE OR REPLACE MACRO kva_int_end(msg, key, complete) AS coalesce(kva_int(msg, key),
     CASE WHEN complete THEN TRY_CAST(nullif(regexp_extract(msg, '(?:^|[ ,(])' || key || '=(\d+)\s*$', 1), '') AS BIGINT) END);
 -- `key=None` (a repr's unset option)
 CREATE OR REPLACE MACRO kva_is_none(msg, key) AS
-    regexp_matches(msg, '(?:^|[ ,(])' || key || '=None[,)]');
+    regexp_matches(msg, kva_key(key) || 'None[,)}]');
 -- quoted string `key='v'` or `key="v"`
 CREATE OR REPLACE MACRO kva_str(msg, key) AS coalesce(
-    nullif(regexp_extract(msg, '(?:^|[ ,(])' || key || '=''([^'']*)''[,)]', 1), ''),
-    nullif(regexp_extract(msg, '(?:^|[ ,(])' || key || '="([^"]*)"[,)]', 1), ''));
+    nullif(regexp_extract(msg, kva_key(key) || '''([^'']*)''[,)}]', 1), ''),
+    nullif(regexp_extract(msg, kva_key(key) || '"([^"]*)"[,)}]', 1), ''));
 -- Python bool `key=True|False`
 CREATE OR REPLACE MACRO kva_bool(msg, key) AS
-    CASE regexp_extract(msg, '(?:^|[ ,(])' || key || '=(True|False)[,)]', 1) WHEN 'True' THEN true WHEN 'False' THEN false END;
+    CASE regexp_extract(msg, kva_key(key) || '(True|False)[,)}]', 1) WHEN 'True' THEN true WHEN 'False' THEN false END;
 -- an environment value in a dump line: KEY=v, export KEY=v, 'KEY': 'v' (os.environ repr), KEY: v
 CREATE OR REPLACE MACRO kva_env(msg, key) AS
     CASE WHEN regexp_matches(msg, '(?:^|[\s,{(;])[''"]?' || key || '[''"]?\s*[=:]')

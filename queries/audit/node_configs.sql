@@ -3,7 +3,7 @@
 --
 -- Per start (audit_lines.start_no of one file), values come from these lines, first source that has one:
 --   pool_tokens   SGLang `max_total_num_tokens=` (line g), else `KV Cache is allocated. #tokens:` (MHA
---                 and MLA forms); vLLM `GPU KV cache size: N tokens`, else `# GPU blocks: N` x block size.
+--                 and MLA forms); vLLM `GPU KV cache size: N tokens` (`CPU ...` on the CPU build), else `# GPU blocks: N` x block size.
 --                 Ranks print the same line (TP0..TP7; DP groups): values are deduplicated, never
 --                 summed; when DP ranks differ, the smallest (binding) one is kept and all are listed.
 --   context_len   line g `context_len=`, else server_args `context_length=`, else vLLM's max model len
@@ -105,7 +105,7 @@ vals AS (
         coalesce(v.g_pool, v.e_pool, v.v_pool, v.v_blocks * v.block_size) AS pool_tokens,
         CASE WHEN v.g_pool IS NOT NULL THEN 'max_total_num_tokens line'
              WHEN v.e_pool IS NOT NULL THEN 'KV Cache is allocated line'
-             WHEN v.v_pool IS NOT NULL THEN 'GPU KV cache size line'
+             WHEN v.v_pool IS NOT NULL THEN 'KV cache size line'
              WHEN v.v_blocks IS NOT NULL THEN format('# GPU blocks x block size {}{}', v.block_size,
                   CASE WHEN v.v_block_size IS NULL AND v.inv_block_size IS NULL THEN ' (vLLM default, assumed)' ELSE '' END)
         END AS pool_source,

@@ -20,7 +20,7 @@ WITH raw AS (
 cand AS (   -- cheap scans first: request-log lines out, then one regex pass picks lines that could matter
     SELECT r.* FROM raw AS r
     WHERE CASE WHEN position('Finish: obj=' IN r.text) > 0 OR position('Receive: obj=' IN r.text) > 0 THEN false
-               ELSE regexp_matches(r.text, 'max_total_num_tokens=|KV Cache is allocated|server_args=|context_length \(|PD KV checksum|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|GPU KV cache size|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|[Cc]hecksum mismatch|[Cc]anary|transfer failed|fired up and ready') END
+               ELSE regexp_matches(r.text, 'max_total_num_tokens=|KV Cache is allocated|server_args=|context_length \(|PD KV checksum|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size:|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|[Cc]hecksum mismatch|[Cc]anary|transfer failed|fired up and ready') END
 ),
 p1 AS (     -- container-runtime stamp
     SELECT c.*,
@@ -53,7 +53,7 @@ kinds AS (
     SELECT m.*,
         CASE
             WHEN left(m.msg, 1) = '{' THEN NULL
-            WHEN regexp_matches(m.msg, '^server_args=ServerArgs\(') THEN 'server_args'
+            WHEN regexp_matches(m.msg, '^server_args=(?:ServerArgs\(|\{)') THEN 'server_args'
             WHEN regexp_matches(m.msg, '^max_total_num_tokens=') THEN 'pool'
             WHEN regexp_matches(m.msg, '^KV Cache is allocated\.') THEN 'kv_alloc'
             WHEN regexp_matches(m.msg, 'User-specified context_length \(\d+\) is greater than the derived context_length \(\d+\)') THEN 'ctx_override'
@@ -62,7 +62,7 @@ kinds AS (
             WHEN regexp_matches(m.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v)v?\d+\.\d+') THEN 'version'
             WHEN regexp_matches(m.msg, '^The server is fired up and ready to roll') THEN 'ready'
             WHEN regexp_matches(m.msg, '^(?:vLLM API server version |Initializing an? (?:V1 )?LLM engine)') THEN 'vllm_start'
-            WHEN regexp_matches(m.msg, '^GPU KV cache size: [\d,]+ tokens') THEN 'vllm_kv'
+            WHEN regexp_matches(m.msg, '^(?:GPU|CPU|XPU|HPU|NPU|TPU) KV cache size: [\d,]+ tokens') THEN 'vllm_kv'
             WHEN regexp_matches(m.msg, '^Maximum concurrency for [\d,]+ tokens per request: [\d.]+x') THEN 'vllm_concurrency'
             WHEN regexp_matches(m.msg, '^# (?:GPU|CUDA|XPU|HPU|NPU|TPU|ROCM|Neuron) blocks: \d+') THEN 'vllm_blocks'
             WHEN regexp_matches(m.msg, '^Using max model len \d+') THEN 'vllm_max_len'
@@ -96,7 +96,7 @@ converted AS (
 complete AS (
     SELECT r.*,
         CASE r.kind
-            WHEN 'server_args' THEN regexp_matches(r.msg, '\)\s*$')
+            WHEN 'server_args' THEN regexp_matches(r.msg, '[)}]\s*$')
             -- every historical shape of line (g) ends with one of these pairs; a bare
             -- `max_total_num_tokens=N` is complete only as bench_one_batch prints it (no log prefix)
             WHEN 'pool' THEN (regexp_matches(r.msg, '^max_total_num_tokens=\d+\s*$') AND r.sg_prefix = '' AND r.vl_prefix = '')
@@ -142,8 +142,8 @@ SELECT
     CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'disaggregation_enable_kv_checksum') END AS sa_kv_checksum,
     CASE WHEN c.kind = 'server_args' THEN coalesce(kva_str(c.msg, 'kv_canary'),
                                                    CASE WHEN kva_is_none(c.msg, 'kv_canary') THEN 'off' END) END AS sa_kv_canary,
-    CASE WHEN c.kind = 'server_args' THEN regexp_matches(c.msg, '[ ,(]kv_canary=') END AS sa_has_kv_canary,
-    CASE WHEN c.kind = 'server_args' THEN regexp_matches(c.msg, '[ ,(]disaggregation_enable_kv_checksum=') END AS sa_has_kv_checksum,
+    CASE WHEN c.kind = 'server_args' THEN regexp_matches(c.msg, '[ ,(]kv_canary=|[ ,{]''kv_canary'': ') END AS sa_has_kv_canary,
+    CASE WHEN c.kind = 'server_args' THEN regexp_matches(c.msg, '[ ,(]disaggregation_enable_kv_checksum=|[ ,{]''disaggregation_enable_kv_checksum'': ') END AS sa_has_kv_checksum,
     CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'tp_size') END AS sa_tp_size,
     CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'dp_size') END AS sa_dp_size,
     CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'enable_dp_attention') END AS sa_dp_attention,
@@ -163,13 +163,14 @@ SELECT
          WHEN c.kind = 'vllm_start' THEN nullif(regexp_extract(c.msg, '^(?:vLLM API server version |Initializing an? (?:V1 )?LLM engine \(v)(\d+\.\d+[\w.+-]*?)\)?(?:[\s,]|$)', 1), '')
     END AS version,
     -- vLLM
-    CASE WHEN c.kind = 'vllm_kv' THEN kva_grouped(regexp_extract(c.msg, '^GPU KV cache size: ([\d,]+) tokens', 1)) END AS vllm_kv_tokens,
-    CASE WHEN c.kind = 'vllm_concurrency' THEN kva_grouped(regexp_extract(c.msg, '^Maximum concurrency for ([\d,]+) tokens', 1))
+    CASE WHEN c.kind = 'vllm_kv' THEN kva_grouped(regexp_extract(c.msg, '^\w+ KV cache size: ([\d,]+) tokens', 1)) END AS vllm_kv_tokens,
+    -- vLLM 0.3x prints both on one line: `CPU KV cache size: N tokens, Maximum concurrency for M tokens per request: Xx`
+    CASE WHEN c.kind IN ('vllm_concurrency', 'vllm_kv') THEN kva_grouped(nullif(regexp_extract(c.msg, 'Maximum concurrency for ([\d,]+) tokens', 1), ''))
          WHEN c.kind = 'vllm_max_len' THEN TRY_CAST(regexp_extract(c.msg, '^Using max model len (\d+)', 1) AS BIGINT)
          WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'max_seq_len', c.complete)
          WHEN c.kind = 'vllm_refusal' THEN TRY_CAST(regexp_extract(c.msg, 'max seq len \((\d+)\)', 1) AS BIGINT)
     END AS vllm_max_model_len,
-    CASE WHEN c.kind = 'vllm_concurrency' THEN TRY_CAST(regexp_extract(c.msg, 'tokens per request: ([\d.]+)x', 1) AS DOUBLE) END AS vllm_concurrency,
+    CASE WHEN c.kind IN ('vllm_concurrency', 'vllm_kv') THEN TRY_CAST(nullif(regexp_extract(c.msg, 'tokens per request: ([\d.]+)x', 1), '') AS DOUBLE) END AS vllm_concurrency,
     CASE WHEN c.kind = 'vllm_blocks' THEN TRY_CAST(regexp_extract(c.msg, '^# \w+ blocks: (\d+)', 1) AS BIGINT) END AS vllm_blocks,
     CASE WHEN c.kind = 'vllm_start' THEN coalesce(kva_str(c.msg, 'served_model_name'), nullif(regexp_extract(c.msg, '[ ,(]served_model_name=([^,\s''"()]+)[,)]', 1), ''), kva_str(c.msg, 'model')) END AS vllm_served_model,
     CASE WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'tensor_parallel_size', c.complete) END AS vllm_tp_size,

@@ -75,8 +75,11 @@ def triage(
 
 
 @guarded
-def formats() -> None:
-    """List every log format kvir reads, with what each needs."""
-    from kvir.cli.present.formats import print_formats
+def formats(
+    name: Annotated[Optional[str], typer.Argument(help="One format: the fields it reads, an example record and "
+                                                       "the software its fixtures came from.")] = None,
+) -> None:
+    """List every log format kvir reads, with what each needs (or describe one: `kvir formats NAME`)."""
+    from kvir.cli.present.formats import print_format, print_formats
 
-    print_formats()
+    print_format(name) if name else print_formats()

@@ -87,7 +87,7 @@ def epilogue(adapter_sql: str, emitted: dict[str, str], settings: str) -> str:
         else:
             expr = plain(name)
         parts.append(f"{expr} AS {name}")
-    return (f"SELECT\n    " + ",\n    ".join(parts) +
+    return ("SELECT\n    " + ",\n    ".join(parts) +
             f"\nFROM (\n{adapter_sql.rstrip().rstrip(';')}\n) AS a\nJOIN {settings} AS s ON s.source_id = a.source_id")
 
 

@@ -210,8 +210,10 @@ def vllm(path: Path, head: list[str]) -> int:
 # ------------------------------------------------------------------------------------------ gateways etc.
 
 def cloudflare_gateway(path: Path, head: list[str]) -> int:
-    text = "\n".join(head[:5]).lstrip()
-    if text.startswith("{") and '"result"' in text[:2000] and ('"tokens_in"' in text or '"created_at"' in text):
+    # a REST page: {"result": [...]}, compact or pretty-printed (`curl | jq .`: the SDK's field order puts
+    # created_at after id and cached, past the first lines)
+    text = "\n".join(head[:40]).lstrip()
+    if text.startswith("{") and '"result"' in text[:4000] and '"tokens_in"' in text and '"created_at"' in text:
         return 90
     v = first_json(head)
     if v and "tokens_in" in v and "created_at" in v:

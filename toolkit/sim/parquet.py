@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kvir.sim import fleet as S
+from kvir.sim import plan as P
+from kvir.sim import world as S
 
 COLUMNS = ["request_id", "ts", "ts_end", "account_id", "model", "prompt_tokens", "completion_tokens",
            "http_status", "finish_reason", "prefill_node", "decode_node", "prefill_tokens"]
@@ -22,8 +23,8 @@ COLUMNS = ["request_id", "ts", "ts_end", "account_id", "model", "prompt_tokens",
 
 def write_parquet_fleet(sim: "S.Sim", progress: bool = False) -> dict:
     rng = np.random.default_rng(sim.seed)
-    names, zipf = S._accounts(rng, sim)
-    special = S._special_rows(rng, len(zipf), zipf)
+    names, zipf = P.accounts(rng, sim)
+    special = P.special_rows(rng, len(zipf), zipf)
     n_base = max(0, sim.requests - len(special["ts_us"]))
     days = []
     d = S.SIM_START
@@ -45,7 +46,7 @@ def write_parquet_fleet(sim: "S.Sim", progress: bool = False) -> dict:
             lo, hi = int(day.timestamp() * 1e6), int((day + dt.timedelta(days=1)).timestamp() * 1e6)
             sel = (special["ts_us"] >= lo) & (special["ts_us"] < hi)
             sp = {k: v[sel] for k, v in special.items()}
-            table = S._rows(sim, rng, int(n_day), day, day + dt.timedelta(days=1), names, zipf, sp, engine=False)
+            table = P.rows(sim, rng, int(n_day), day, day + dt.timedelta(days=1), names, zipf, sp, engine=False)
             ts_end = pc.add(table["ts"].cast(pa.int64()),
                             pc.cast(pc.round(pc.multiply(table["latency_s"], 1e6)), pa.int64()))
             out = table.append_column("ts_end", ts_end.cast(pa.timestamp("us", tz="UTC"))).select(COLUMNS)
@@ -61,7 +62,7 @@ def write_parquet_fleet(sim: "S.Sim", progress: bool = False) -> dict:
             bar.advance(task)
     affected = pa.concat_tables([t.cast(pa.schema([(f.name, pa.string() if pa.types.is_dictionary(f.type) else f.type)
                                                    for f in t.schema])) for t in affected_parts])
-    S.check_exposed(affected["kind"].to_pylist())
+    P.check_exposed(affected["kind"].to_pylist())
     con = duckdb.connect()
     affected = con.sql("SELECT * FROM affected ORDER BY ts, request_id").to_arrow_table()
     con.close()
