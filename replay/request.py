@@ -72,7 +72,9 @@ class Outcome:
     stage: str                       # where it ended: served, tokenizer, prefill-validate, bootstrap, ...
     reason: str = ""
     prefill_tokens: int | None = None       # tokens the prefill side computed (1 for the placeholder)
-    transferred_tokens: int | None = None
+    transferred_tokens: int | None = None   # the prefill's token count in the transfer metadata
+    transferred_pages: int | None = None    # whole pages sent (Mooncake moves pages)
+    carried_foreign: int = 0                # slots of those pages another request wrote on the prefill node
     decode_seq_len: int | None = None       # the sequence length decode attended over at step 1
     tokens: list[int] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
