@@ -205,8 +205,10 @@ class PDEngine:
             u = int(writer[grp[0]])
             if u == st.uid or u < 0:
                 continue
+            st_g = stamp[grp]
             owners.append(OwnerExposure(u, int(grp.size), int(pos[grp].min()), int(pos[grp].max()),
-                                        mass.get(u, 0.0), int(np.unique(stamp[grp]).size)))
+                                        mass.get(u, 0.0), int(np.unique(st_g[st_g > 0]).size),
+                                        int(node.ledger.carried[slots[grp]].sum())))
         owners.sort(key=lambda o: (-o.attention_mass, -o.tokens, o.uid))
         out.owners = owners
         out.steps = st.steps

@@ -61,7 +61,8 @@ class OwnerExposure:
     first_token: int        # lowest / highest position, in the writer's own sequence, of those slots
     last_token: int
     attention_mass: float   # mean over decode steps of the softmax mass on them
-    epochs: int             # page tenancies they came from
+    epochs: int             # decode page tenancies they came from
+    carried: int = 0        # of them, slots the stub's transferred page brought from the prefill node
 
 
 @dataclass
