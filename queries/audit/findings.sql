@@ -18,7 +18,7 @@ WITH c AS (
             OR (kva_version_key(n.build_hi) < kva_version_key($checksum_first) AND NOT coalesce(n.build_open, false)) AS checksum_absent,
         (n.kv_canary_in_build = false AND NOT coalesce(n.server_args_truncated, true))
             OR (kva_version_key(n.build_hi) < kva_version_key($canary_first) AND NOT coalesce(n.build_open, false)) AS canary_absent,
-        n.kv_canary IN ('log', 'raise') OR n.canary_installed_line IS NOT NULL OR coalesce(n.canary_stats_lines, 0) > 0 AS canary_on,
+        coalesce(n.kv_canary IN ('log', 'raise'), false) OR n.canary_installed_line IS NOT NULL OR coalesce(n.canary_stats_lines, 0) > 0 AS canary_on,
         CASE WHEN n.stub_transferred THEN format('on this build ({}) each one becomes a 1-token stub whose decode serves KV pages nobody wrote, with HTTP 200', n.build)
              WHEN NOT n.stub_transferred THEN format('this build ({}) answers them with HTTP 400 ({})', n.build, n.over_long_outcome)
              ELSE format('whether they reach decode depends on the build, which is {}', n.build) END AS stub_text

@@ -258,7 +258,7 @@ SELECT
     k.kv_canary_line, k.canary_installed_line, k.canary_stats_lines, k.canary_protected_tokens, k.canary_violations,
     k.canary_verified_line, k.checksum_skipped_lines, k.checksum_skipped_line, k.checksum_mismatch_lines,
     k.env_source, k.sa_line AS server_args_line, k.sa_truncated AS server_args_truncated, k.sa_shape AS server_args_shape,
-    k.dump_markers, list_sort(k.line_kinds) AS line_kinds, k.truncated_lines,
+    k.dump_markers, len(k.sa_keys) AS dump_keys, list_sort(k.line_kinds) AS line_kinds, k.truncated_lines,
     -- the build (filled by kvir.audit.builds from kvir.rules.builds: audit/node_builds.sql)
     NULL::VARCHAR AS build, NULL::VARCHAR AS build_lo, NULL::VARCHAR AS build_hi, NULL::BOOLEAN AS build_open,
     NULL::VARCHAR AS build_evidence, NULL::VARCHAR AS over_long_outcome, NULL::BOOLEAN AS stub_transferred,

@@ -40,9 +40,13 @@ def infer_start(r: dict[str, Any]) -> dict[str, Any]:
         return out
     has_dump = r["server_args_line"] is not None and r["server_args_shape"] is not None
     lines = [LINE_KINDS[k] for k in (r["line_kinds"] or []) if k in LINE_KINDS]
-    rng = TABLE.infer(shape=r["server_args_shape"] if has_dump else None,
+    shape = r["server_args_shape"] if has_dump else None
+    if shape == "dict" and r["server_args_truncated"]:
+        shape = ("dict", "dict-redacted")          # the redacted watermark keys may lie past the cut
+    rng = TABLE.infer(shape=shape,
                       keys=r["dump_markers"] if has_dump else None,
-                      complete=has_dump and not r["server_args_truncated"], lines=lines)
+                      complete=has_dump and not r["server_args_truncated"]
+                      and (r["dump_keys"] or 0) >= TABLE.fewest_dump_fields, lines=lines)
     inferred = "inferred from the start-up log: " + "; ".join(rng.evidence) if rng.evidence else None
     exact = normalise(r["version"]) if r["version"] else None
     notes: list[str] = []
@@ -94,7 +98,7 @@ def _inside(v: str, rng: BuildRange) -> bool:
 def fill_builds(con, log: QueryLog) -> None:
     """Infer every start's build and write it into node_configs."""
     cur = con.execute("SELECT config_id, engine, version, version_source, server_args_shape, dump_markers, "
-                      "server_args_truncated, server_args_line, line_kinds FROM node_configs")
+                      "dump_keys, server_args_truncated, server_args_line, line_kinds FROM node_configs")
     names = [d[0] for d in cur.description]
     rows = [infer_start(dict(zip(names, t))) for t in cur.fetchall()]
     types = {"config_id": pa.int64(), "build_open": pa.bool_(), "stub_transferred": pa.bool_()}

@@ -124,6 +124,7 @@ class BuildTable:
         src = data["sources"]
         self.read: tuple[str, ...] = tuple(src["read"])
         self.newest_read: str = src["newest_read"]
+        self.fewest_dump_fields: int = int(src.get("fewest_dump_fields", 0))
         self.how: str = src.get("how", "")
         self.pr_source: str = src.get("pr_source", "")
         ps = data["provider_statement"]
@@ -220,11 +221,13 @@ class BuildTable:
     def _shape_of(self, b: str) -> str:
         return self.dump_rows[-1].shape if b == "later" else self.dump_shape(b)
 
-    def infer(self, *, shape: str | None = None, keys: Iterable[str] | None = None, complete: bool = False,
+    def infer(self, *, shape: str | tuple[str, ...] | None = None, keys: Iterable[str] | None = None, complete: bool = False,
               lines: Iterable[str] = ()) -> BuildRange:
-        """The builds a start's evidence allows. shape: the dump's shape (SHAPES); keys: its top-level keys
-        (those of a cut dump too); complete: the dump is whole, so an absent field is absent; lines: kinds
-        of log lines seen in the start (log_line rows: each proves its build is at least `first`)."""
+        """The builds a start's evidence allows. shape: the dump's shape (SHAPES; several when a cut dump
+        cannot tell them apart); keys: its top-level keys
+        (those of a cut dump too); complete: the dump is whole (not cut, and at least fewest_dump_fields
+        keys long: not an excerpt), so an absent field is absent; lines: kinds of log lines seen in the
+        start (log_line rows: each proves its build is at least `first`)."""
         cands = self.candidates()
         why: list[str] = []
         seen = False                       # any evidence at all (a dump, a build-specific line)
@@ -237,12 +240,13 @@ class BuildTable:
             cands = kept
 
         if shape is not None:
-            if shape not in SHAPES:
+            shapes = (shape,) if isinstance(shape, str) else tuple(shape)
+            if not set(shapes) <= set(SHAPES):
                 raise ValueError(f"unknown dump shape {shape!r}")
             seen = True
-            rows = [r for r in self.dump_rows if r.shape == shape]
-            narrow(lambda b: self._shape_of(b) == shape,
-                   f"server_args dump shaped {shape} ({', '.join(r.label for r in rows)})")
+            rows = [r for r in self.dump_rows if r.shape in shapes]
+            narrow(lambda b: self._shape_of(b) in shapes,
+                   f"server_args dump shaped {' or '.join(shapes)} ({', '.join(r.label for r in rows)})")
         if keys is not None:
             ks = set(keys)
             for name, f in self.fields.items():
