@@ -142,7 +142,7 @@ r012 AS (   -- the logs show requests verified (the operator recommendation), on
 ),
 r007 AS (   -- deferred decode KV release (decode side); the build's default when the environment is not shown
     SELECT 'KVA007' AS rule_id,
-        CASE WHEN c.deferred_release IS NOT NULL OR c.deferred_release_default = 'absent' THEN 'fail' ELSE 'unknown' END AS status,
+        CASE WHEN c.deferred_release IS NOT NULL OR coalesce(c.deferred_release_default = 'absent', false) THEN 'fail' ELSE 'unknown' END AS status,
         'medium' AS severity, c.*,
         CASE WHEN c.deferred_release_default = 'absent' THEN format('PD decode node {}: build {} has no deferred decode KV release (SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE is read from 0.5.19, on by default from 0.5.21){}: aborted requests free pages an in-flight transfer may still write', c.node, c.build,
                  CASE WHEN c.deferred_release IS NOT NULL THEN format('; it is set ({}), but this build does not read it', c.env_source) ELSE '' END)
@@ -151,12 +151,13 @@ r007 AS (   -- deferred decode KV release (decode side); the build's default whe
              ELSE format('PD decode node {}: SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE is not in the evidence (no environment dump in the log, none in the inventory) and the build ({}) does not say its default: unknown, not assumed on', c.node, c.build) END AS message,
         NULL AS related_node, NULL AS related_evidence
     FROM c WHERE c.engine = 'sglang' AND c.role = 'decode'
-      AND (c.deferred_release_default = 'absent'
-           OR (NOT coalesce(c.deferred_release, false) AND NOT (c.deferred_release IS NULL AND c.deferred_release_default = 'True')))
+      AND (coalesce(c.deferred_release_default = 'absent', false)
+           OR (NOT coalesce(c.deferred_release, false)
+               AND NOT (c.deferred_release IS NULL AND coalesce(c.deferred_release_default = 'True', false))))
 ),
 r008 AS (   -- Mooncake transfer batch cap (prefill side issues the transfers)
     SELECT 'KVA008' AS rule_id,
-        CASE WHEN c.transfer_batch_cap IS NOT NULL OR c.batch_cap_default = 'absent' THEN 'fail' ELSE 'unknown' END AS status,
+        CASE WHEN c.transfer_batch_cap IS NOT NULL OR coalesce(c.batch_cap_default = 'absent', false) THEN 'fail' ELSE 'unknown' END AS status,
         'medium' AS severity, c.*,
         CASE WHEN c.batch_cap_default = 'absent' THEN format('PD prefill node {}: build {} has no SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES (read from 0.5.20){}: each transfer is one unbounded all-layer batch', c.node, c.build,
                  CASE WHEN c.transfer_batch_cap IS NOT NULL THEN format('; it is set to {} ({}), but this build does not read it', c.transfer_batch_cap, c.env_source) ELSE '' END)
@@ -165,7 +166,7 @@ r008 AS (   -- Mooncake transfer batch cap (prefill side issues the transfers)
              ELSE format('PD prefill node {}: SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES is not in the evidence: unknown, not assumed set', c.node) END AS message,
         NULL AS related_node, NULL AS related_evidence
     FROM c WHERE c.engine = 'sglang' AND c.role = 'prefill' AND coalesce(c.transfer_backend, 'mooncake') LIKE 'mooncake%'
-      AND (c.batch_cap_default = 'absent' OR NOT coalesce(c.transfer_batch_cap > 0, false))
+      AND (coalesce(c.batch_cap_default = 'absent', false) OR NOT coalesce(c.transfer_batch_cap > 0, false))
 ),
 r009 AS (   -- vLLM refused to start
     SELECT 'KVA009' AS rule_id, 'fail' AS status, 'medium' AS severity, c.*,

@@ -180,6 +180,8 @@ vals AS (
         END AS role_source,
         coalesce(v.log_version, v.file_version) AS log_any_version,
         CASE WHEN v.si_start THEN format('/server_info {}', v.si_path)
+             WHEN v.log_version IS NOT NULL AND v.engine = 'vllm' THEN format('log line {}', v.version_line)
+             WHEN v.file_version IS NOT NULL AND v.engine = 'vllm' THEN format('log line {} (same file)', v.file_version_line)
              WHEN v.log_version IS NOT NULL THEN format('a version line in the log (line {}; SGLang itself prints none)', v.version_line)
              WHEN v.file_version IS NOT NULL THEN format('a version line in the same file (line {}; SGLang itself prints none)', v.file_version_line)
         END AS log_version_source,
