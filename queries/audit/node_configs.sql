@@ -62,8 +62,8 @@ s0 AS (
         max(a.ctx_user) AS ctx_user,
         max(a.ctx_derived) AS ctx_derived,
         min(a.line_no) FILTER (WHERE a.kind = 'ctx_override') AS ctx_override_line,
-        max(a.vllm_concurrency) FILTER (WHERE a.kind = 'vllm_concurrency') AS max_concurrency,
-        min(a.line_no) FILTER (WHERE a.kind = 'vllm_concurrency') AS conc_line,
+        max(a.vllm_concurrency) FILTER (WHERE a.kind IN ('vllm_concurrency', 'vllm_kv')) AS max_concurrency,
+        min(a.line_no) FILTER (WHERE a.kind IN ('vllm_concurrency', 'vllm_kv') AND a.vllm_concurrency IS NOT NULL) AS conc_line,
         -- server_args
         min(a.line_no) FILTER (WHERE a.kind = 'server_args') AS sa_line,
         arg_min(a.truncated, a.line_no) FILTER (WHERE a.kind = 'server_args') AS sa_truncated,

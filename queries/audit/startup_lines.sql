@@ -20,7 +20,7 @@ WITH raw AS (
 cand AS (   -- cheap scans first: request-log lines out, then one regex pass picks lines that could matter
     SELECT r.* FROM raw AS r
     WHERE CASE WHEN position('Finish: obj=' IN r.text) > 0 OR position('Receive: obj=' IN r.text) > 0 THEN false
-               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
+               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
 ),
 p1 AS (     -- container-runtime stamp
     SELECT c.*,
