@@ -37,6 +37,12 @@ class PrefillResult:
     retire_after_forward: bool = False    # 0.5.20: forwarded, then retired without a transfer
 
 
+def door_capacity_refuses(n_tokens: int, pool_tokens: int) -> bool:
+    """PrefillBootstrapQueue._check_if_req_exceed_kv_capacity: `len(req.origin_input_ids) > pool` (every build;
+    0.5.23 compares with max_input_len, the pool when the shard size is 1)."""
+    return n_tokens > pool_tokens
+
+
 def input_too_long(prompt_len: int, max_req_input_len: int) -> str:
     """SGLang's message (managers/utils.py validate_input_length), for the outcome's reason."""
     return (f"Input length ({prompt_len} tokens) exceeds the maximum allowed length ({max_req_input_len} tokens). "
@@ -64,7 +70,7 @@ class PrefillWorker:
                     return PrefillResult(400, "prefill-door", msg, aborted_at_intake=True)
                 if policy.over_long == "rejected-at-bootstrap":
                     return PrefillResult(400, "bootstrap", f"{policy.name}: {msg}", aborted_at_intake=True)
-        if tokens.size > lim.pool_tokens:
+        if door_capacity_refuses(int(tokens.size), lim.pool_tokens):
             return PrefillResult(400, "bootstrap", f"Request exceeds the maximum number of tokens: {tokens.size} > {lim.pool_tokens}",
                                  aborted_at_intake=aborted)
         reason = input_too_long(L, lim.max_req_input_len) if aborted else ""

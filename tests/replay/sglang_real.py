@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import linecache
 import os
 import subprocess
 import sys
@@ -164,8 +165,9 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__file__ = f"{self.zip.filename}!/{src}"
         if src.endswith("__init__.py"):
             module.__path__ = []
-        code = compile(self.zip.read(src).decode("utf-8"), module.__file__, "exec")
-        exec(code, module.__dict__)
+        text = self.zip.read(src).decode("utf-8")
+        linecache.cache[module.__file__] = (len(text), None, text.splitlines(True), module.__file__)  # inspect
+        exec(compile(text, module.__file__, "exec"), module.__dict__)
 
 
 class RealSGLang:
