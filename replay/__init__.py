@@ -1,6 +1,7 @@
 """kvir.replay: a small deterministic prefill/decode engine over paged KV pools (pure PyTorch; CPU
-reference, CUDA with a Triton kernel) that replays affected requests on an unpatched and a patched
-path and says, from a provenance ledger, whose data each response read.
+reference, CUDA with a Triton kernel) that replays affected requests under the SGLang builds they ran on
+and the builds compared (policies are builds: kvir.rules.builds), and says, from a provenance ledger,
+whose data each response read.
 
     run = kvir.replay.replay_case("case/", limit=20, scale=0.01)     # the case integration (run.py)
     run.results, run.exposure                                         # replay_results, replay_exposure
@@ -13,15 +14,18 @@ One role per module:
     pool         K/V tensors and write stamps on the device, journals for counterfactual runs
     ledger       per slot and per page tenancy: writer, position, token, step, content hash
     node         pool + allocator + ledger of one role, kept in step
-    kernels      paged decode attention (pure torch), unpatched and patched (owner/epoch check)
+    checks       the owner/epoch check and the kernels' result types (shared by both kernels)
+    kernels      paged decode attention (pure torch), optionally checking owners (canary, kvir's proposal)
     triton_kernels  the same for CUDA (tested on CPU under TRITON_INTERPRET=1)
     reference    the float64 dense oracle and the error-ratio criterion
     models       a small random-weight transformer and the hand-built recall model
     tokens       synthetic token streams derived from request ids
-    policy       UnpatchedPolicy / PatchedPolicy and the freed-page fill mitigation
-    prefill, transfer, decode, engine   the workers and the engine that joins them
-    attribution  one target both ways, attribution, the causal sentinel check
+    policy       one policy per build range (sglang-0.5.19, -0.5.20, -0.5.21), kvir's proposal, freed-page fill
+    prefill, transfer, decode, engine   the workers (page-granular transfer) and the engine that joins them
+    attribution  one target under several builds, attribution, the causal sentinel check
     history      node history from the case's logs; scaling that keeps admission decisions
+    segment      one decode node's segment replayed, each request under its production build
+    results      replay_results (one row per response and build) and replay_exposure
     run          replay_case: the case in, replay_results and replay_exposure out
 """
 from __future__ import annotations
@@ -30,10 +34,10 @@ from kvir.replay.config import EngineConfig, ModelDims, NodeLimits
 from kvir.replay.engine import PDEngine
 from kvir.replay.models import RecallModel, TinyTransformer, TransformerConfig
 from kvir.replay.page_table import PageTable
-from kvir.replay.policy import FreedPageFill, PatchedPolicy, Policy, UnpatchedPolicy
+from kvir.replay.policy import KVIR_PROPOSAL, POLICIES, FreedPageFill, Policy, policy_for
 from kvir.replay.request import Outcome, ReplayRequest
 from kvir.replay.run import ReplayRun, replay_case
 
 __all__ = ["EngineConfig", "ModelDims", "NodeLimits", "PDEngine", "RecallModel", "TinyTransformer",
-           "TransformerConfig", "PageTable", "FreedPageFill", "PatchedPolicy", "Policy", "UnpatchedPolicy",
+           "TransformerConfig", "PageTable", "FreedPageFill", "KVIR_PROPOSAL", "POLICIES", "Policy", "policy_for",
            "Outcome", "ReplayRequest", "ReplayRun", "replay_case"]

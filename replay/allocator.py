@@ -180,6 +180,22 @@ class PageAllocator:
         self.owner[pages] = FREE
         self.free_list.give(pages)
 
+    def free_many(self, items: list[tuple[np.ndarray, int]]) -> None:
+        """Free several owners' pages as one release, as SGLang's free_group_begin()/free_group_end() does
+        (the group's pages go back in one call: unique, ascending)."""
+        pages = [np.asarray(p, dtype=np.int64) for p, _ in items]
+        for p, (_, owner) in zip(pages, items):
+            wrong = self.owner[p] != owner
+            if wrong.any():
+                raise AllocatorError(f"page {int(p[wrong][0])} freed by {owner} but owned by {int(self.owner[p[wrong][0]])}")
+        allp = np.concatenate(pages) if pages else np.zeros(0, dtype=np.int64)
+        if allp.size == 0:
+            return
+        if np.unique(allp).size != allp.size:
+            raise AllocatorError("a page is freed twice in one group")
+        self.owner[allp] = FREE
+        self.free_list.give(allp)
+
     def pages_of(self, owner: int) -> np.ndarray:
         return np.flatnonzero(self.owner == owner)
 

@@ -1,14 +1,14 @@
-"""Replaying one target request both ways, with attribution and a causal check.
+"""Replaying one target request under several builds, with attribution and a causal check.
 
-    replay_target(engine, req)
-        1. patched run, as a counterfactual (undone afterwards)
-        2. unpatched run with attribution, as a counterfactual: every attended slot traced to its last
-           writer (ledger), softmax mass per writer per decode step
+    replay_target(engine, req, production=policy_for("0.5.19"), others=[policy_for("0.5.20")])
+        1. each other build (or kvir's proposal), as a counterfactual (undone afterwards), attributed
+        2. the production build (the one the node ran) with attribution, as a counterfactual: every
+           attended slot traced to its last writer (ledger), softmax mass per writer per decode step
         3. causal check per top foreign owner, as a counterfactual: that owner's slots in the target's
            range are overwritten with the owner's finite sentinel (models.ReplayModel.sentinel) right
            before decoding; if the output changes, the owner's data caused it
-        4. the unpatched run for real (the production path: the node's later requests see its pages);
-           its output must equal step 2's bit for bit (a determinism check on every target)
+        4. the production build for real (the node's later requests see its pages); its output must equal
+           step 2's bit for bit (a determinism check on every target)
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from kvir.replay.engine import PDEngine
-from kvir.replay.policy import PatchedPolicy, UnpatchedPolicy
+from kvir.replay.policy import Policy
 from kvir.replay.request import Outcome, ReplayRequest
 
 
@@ -31,12 +31,17 @@ class CausalResult:
 
 @dataclass
 class TargetResult:
-    unpatched: Outcome         # attributed (step 2)
-    patched: Outcome
+    production: Policy                         # the build the node ran
+    outcomes: dict[str, Outcome]               # policy name -> its (attributed) outcome; production's from step 2
     causal: list[CausalResult] = field(default_factory=list)
 
+    @property
+    def main(self) -> Outcome:
+        return self.outcomes[self.production.name]
 
-def causal_check(engine: PDEngine, req: ReplayRequest, owner: int, baseline: list[int]) -> CausalResult:
+
+def causal_check(engine: PDEngine, req: ReplayRequest, owner: int, baseline: list[int],
+                 policy: Policy) -> CausalResult:
     swapped = {"n": 0}
 
     def swap(eng: PDEngine, st) -> None:
@@ -50,7 +55,7 @@ def causal_check(engine: PDEngine, req: ReplayRequest, owner: int, baseline: lis
             node.overwrite(sel, k, v)
 
     with engine.counterfactual():
-        out = engine.start(req, UnpatchedPolicy(), before_decode=swap)
+        out = engine.start(req, policy, before_decode=swap)
     diff = [i for i, (a, b) in enumerate(zip(out.tokens, baseline)) if a != b]
     diff += list(range(min(len(out.tokens), len(baseline)), max(len(out.tokens), len(baseline))))
     return CausalResult(owner, swapped["n"], len(diff), min(diff) if diff else None)
@@ -63,19 +68,25 @@ def can_admit(engine: PDEngine, req: ReplayRequest) -> bool:
         or req.prompt_len >= (req.prefill_limits or engine.config.prefill).context_len
 
 
-def replay_target(engine: PDEngine, req: ReplayRequest, *, causal_top: int = 3) -> TargetResult:
+def replay_target(engine: PDEngine, req: ReplayRequest, production: Policy, others: list[Policy] = (), *,
+                  causal_top: int = 3) -> TargetResult:
+    outcomes: dict[str, Outcome] = {}
+    for p in others:
+        if p.name == production.name:
+            continue
+        with engine.counterfactual():
+            outcomes[p.name] = engine.run(req, p, attribution=True)
     with engine.counterfactual():
-        patched = engine.run(req, PatchedPolicy())
-    with engine.counterfactual():
-        probe = engine.start(req, UnpatchedPolicy(), attribution=True)
+        probe = engine.start(req, production, attribution=True)
     causal = []
     if probe.served:
         for o in probe.owners[:causal_top]:
-            causal.append(causal_check(engine, req, o.uid, probe.tokens))
-    main = engine.start(req, UnpatchedPolicy())
+            causal.append(causal_check(engine, req, o.uid, probe.tokens, production))
+    main = engine.start(req, production)
     if main.tokens != probe.tokens or main.http_status != probe.http_status:
         raise AssertionError(f"{req.rid}: the replay is not deterministic (attributed and production runs differ)")
-    return TargetResult(probe, patched, causal)
+    outcomes[production.name] = probe
+    return TargetResult(production, outcomes, causal)
 
 
 def foreign_token_runs(out: Outcome, engine: PDEngine) -> dict[int, list[int]]:

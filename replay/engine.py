@@ -1,13 +1,15 @@
-"""The prefill/decode engine: one request through tokenizer check, decode pre-allocation, prefill intake,
-forward, transfer, receive checks and decode steps, under a policy (policy.py). Deterministic.
+"""The prefill/decode engine: one request through tokenizer check, decode pre-allocation, prefill intake and
+bootstrap door, forward, page transfer, receive checks and decode steps, under a policy (policy.py: a
+build's behaviour, or kvir's proposal). Deterministic.
 
     engine = PDEngine(EngineConfig(prefill=NodeLimits(...), decode=NodeLimits(...)), RecallModel())
-    out = engine.start(ReplayRequest("req-1", prompt_len=700_000, completion_len=8), UnpatchedPolicy())
+    out = engine.start(ReplayRequest("req-1", prompt_len=700_000, completion_len=8), policy_for("0.5.19"))
     engine.finish("req-1")            # the decode side frees the request's pages (they keep their bytes)
 
 `start` leaves the decode pages held until `finish` (a node's requests overlap in time). A counterfactual
 runs inside `with engine.counterfactual():` and leaves no trace: pools, allocators and ledgers are
-restored exactly.
+restored exactly. Requests rejected at the bootstrap door never reach decode pre-allocation here (0.5.21+
+retire them before any handshake; assumed: decode holds no pages for them).
 """
 from __future__ import annotations
 
@@ -23,19 +25,24 @@ from kvir.replay.kernels import IsolationViolation
 from kvir.replay.ledger import Registry
 from kvir.replay.models import ReplayModel
 from kvir.replay.node import KVNode
-from kvir.replay.policy import FreedPageFill, Policy, UnpatchedPolicy
+from kvir.replay.policy import BUILD_POLICIES, FreedPageFill, Policy
 from kvir.replay.prefill import PrefillWorker
 from kvir.replay.request import OwnerExposure, Outcome, ReplayRequest
 from kvir.replay.tokens import synthetic_tokens
 from kvir.replay.transfer import Fault, KVTransfer
 
 
+LEAKING = BUILD_POLICIES[next(iter(BUILD_POLICIES))]     # the first row: the incident's builds
+
+
 class PDEngine:
     def __init__(self, config: EngineConfig, model: ReplayModel, *, device: str | torch.device = "cpu",
                  fill: FreedPageFill = FreedPageFill(), checksum: str = "off", canary: str = "off",
                  fault: Fault | None = None, impl: str = "auto", hash_on_free: bool = False):
-        """checksum: off | log (verify and report) | enforce (a mismatch aborts with 500);
-        canary: off | log (report reads of slots the request did not write) | raise (abort with 500)."""
+        """checksum: off | log (verify and report) | enforce (a mismatch aborts with 500), on builds that have
+        --disaggregation-enable-kv-checksum; canary: off | log (report reads of slots the request did not
+        write) | raise (abort with 500), on builds that have --kv-canary. A policy whose builds lack the flag
+        runs without it and says so (Outcome.checksum / canary = 'not in this build')."""
         if checksum not in ("off", "log", "enforce") or canary not in ("off", "log", "raise"):
             raise ValueError("checksum is off|log|enforce and canary off|log|raise")
         self.config, self.model, self.device = config, model, torch.device(device)
@@ -69,7 +76,7 @@ class PDEngine:
         An Outcome with http_status None means the decode node had no room yet (the caller retries after
         a finish). `before_decode(engine, state)` runs after the transfer, before the first decode step
         (the causal check swaps an owner's pages for sentinels there)."""
-        policy = policy or UnpatchedPolicy()
+        policy = policy or LEAKING
         uid = self.registry.uid(req.rid, req.account)
         L = req.prompt_len
         plim = req.prefill_limits or self.config.prefill
@@ -88,7 +95,7 @@ class PDEngine:
         prompt = self.prompt_of(req)
         intake = self.prefill.intake(prompt, policy, plim)
         if intake.status is not None:
-            # rejected before bootstrap: the decode side is told and never pre-allocates (#30325/#38935)
+            # rejected at the door: no sender, no handshake, no decode pages (see module docstring)
             out.http_status, out.stage, out.reason = intake.status, intake.stage, intake.reason
             return out
         step = self.next_step()
@@ -105,14 +112,25 @@ class PDEngine:
         self.prefill_live[uid] = fwd.pages
         out.prefill_tokens = int(fwd.tokens.size)
         out.reason = fwd.reason
+        if fwd.retire_after_forward:
+            # 0.5.20: _retire_aborted_prefill_result after the forward: sender aborted, no transfer, 400
+            step = self.next_step()
+            self.prefill_live.pop(uid, None)
+            self.prefill.release(fwd, uid, step)
+            out.transferred_tokens = 0
+            return self._abort(out, st, 400, "prefill-retired-after-forward", fwd.reason)
         xfer = self.transfer.send(self.prefill_node, fwd.pages, self.decode_node, st.pages, int(fwd.tokens.size),
-                                  uid, fwd.tokens, fwd.first_token, self.next_step())
+                                  uid, fwd.first_token, self.next_step())
         step = self.next_step()
         self.prefill_live.pop(uid, None)
         self.prefill.release(fwd, uid, step)
         out.transferred_tokens = xfer.n_tokens
+        out.transferred_pages = xfer.pages
+        out.carried_foreign = xfer.carried_foreign
         verdict = None
-        if self.checksum_mode != "off":
+        if self.checksum_mode != "off" and not policy.has_checksum:
+            out.checksum = "not in this build"
+        elif self.checksum_mode != "off":
             verdict = self.transfer.verify(self.decode_node, st.pages, xfer, L)
             out.checksum = verdict
         if policy.decode_checks_token_count and xfer.n_tokens != L:
@@ -122,7 +140,8 @@ class PDEngine:
             return self._abort(out, st, 500, "checksum", f"Decode transfer failed for request {req.rid}: {verdict}")
         if before_decode is not None:
             before_decode(self, st)
-        check_mode = "mask" if policy.kernel_checks_ownership else ({"log": "count", "raise": "raise"}.get(self.canary_mode))
+        canary = self.canary_mode if policy.has_canary else "off"
+        check_mode = "mask" if policy.kernel_checks_ownership else ({"log": "count", "raise": "raise"}.get(canary))
         out.decode_seq_len = L + 1
         try:
             tokens = self.decode.run(st, xfer.first_token, req.kernel_steps, self.next_step, check_mode=check_mode,
@@ -138,7 +157,9 @@ class PDEngine:
         out.tokens = tokens
         out.http_status, out.stage = 200, "served"
         out.foreign_reads = st.foreign_reads
-        if self.canary_mode != "off" and check_mode in ("count", "raise"):
+        if self.canary_mode != "off" and not policy.has_canary:
+            out.canary = "not in this build"
+        elif self.canary_mode != "off" and check_mode in ("count", "raise"):
             out.canary_slots = st.foreign_reads
             out.canary = "clean" if st.foreign_reads == 0 else (
                 f"violation: read {st.foreign_reads} slot(s) this request did not write in its tenancy")
@@ -184,8 +205,10 @@ class PDEngine:
             u = int(writer[grp[0]])
             if u == st.uid or u < 0:
                 continue
+            st_g = stamp[grp]
             owners.append(OwnerExposure(u, int(grp.size), int(pos[grp].min()), int(pos[grp].max()),
-                                        mass.get(u, 0.0), int(np.unique(stamp[grp]).size)))
+                                        mass.get(u, 0.0), int(np.unique(st_g[st_g > 0]).size),
+                                        int(node.ledger.carried[slots[grp]].sum())))
         owners.sort(key=lambda o: (-o.attention_mass, -o.tokens, o.uid))
         out.owners = owners
         out.steps = st.steps

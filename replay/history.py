@@ -119,6 +119,24 @@ class LimitsSource:
         return NodeLimits(pool - pool % DEFAULT_PAGE or DEFAULT_PAGE, ctx, DEFAULT_PAGE, source="incident table")
 
 
+    def build_at(self, node: str | None, ts: int) -> tuple[str | None, str]:
+        """(policy name, where it came from) for the build a prefill node ran at ts, from node_configs' build
+        (kvir.rules.builds via the audit); (None, why) when the logs do not decide it."""
+        from kvir.replay.policy import policy_for
+
+        rows = self._rows(node)
+        if rows is None or "build" not in rows.columns:
+            return None, f"no start-up evidence for prefill node {node}"
+        times = np.array([pd.Timestamp(t).value if not pd.isna(t) else np.iinfo(np.int64).min for t in rows["ts"]],
+                         dtype=np.int64)
+        r = rows.iloc[max(0, int(np.searchsorted(times, ts, side="right")) - 1)]
+        build, lo, moved = r.get("build"), r.get("build_lo"), r.get("stub_transferred")
+        if build is None or pd.isna(build) or build == "unknown" or moved is None or pd.isna(moved):
+            return None, f"prefill node {node}: build {build if isinstance(build, str) else 'unknown'} does not decide it"
+        return policy_for(str(lo if isinstance(lo, str) else build)).name, (
+            f"prefill node {node}: build {build} ({r.get('build_evidence')})")
+
+
 def _int(v) -> int | None:
     if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
         return None

@@ -4,7 +4,9 @@ Host-side NumPy columns (no Python object per token or per page):
 
     per slot     writer (request uid, -1 never written), pos (the writer's logical token position),
                  token (the token id whose KV the slot holds), step (engine step of the write),
-                 stamp (the page epoch the write happened in)
+                 stamp (the page epoch the write happened in; 0 for bytes another node's page carried in),
+                 carried (the slot's bytes arrived with a transferred page but were written, on the
+                 sending node, by `writer` - not by the request the page now belongs to)
     per epoch    page, owner, alloc_step, free_step (-1 while held), written offsets [lo, hi) within the
                  page, last write step, content hash (64-bit BLAKE2b of the page at free time or when
                  sealed; 0 = not computed)
@@ -58,7 +60,7 @@ class Registry:
 
 _EP_COLS = {"page": np.int64, "owner": np.int64, "alloc_step": np.int64, "free_step": np.int64,
             "lo": np.int32, "hi": np.int32, "write_step": np.int64, "hash": np.uint64}
-_SLOT_COLS = ("writer", "pos", "token", "step", "stamp")
+_SLOT_COLS = ("writer", "pos", "token", "step", "stamp", "carried")
 
 
 @dataclass
@@ -81,6 +83,7 @@ class Ledger:
         self.token = np.full(n, -1, dtype=np.int32)
         self.step = np.full(n, -1, dtype=np.int32)
         self.stamp = np.zeros(n, dtype=np.int32)
+        self.carried = np.zeros(n, dtype=bool)
         self._cap = 1024
         self.ep = {k: np.zeros(self._cap, dtype=t) for k, t in _EP_COLS.items()}
         self.n_epochs = 1                   # epoch ids start at 1 (0 = never allocated)
@@ -125,6 +128,7 @@ class Ledger:
         self.token[slots] = tokens
         self.step[slots] = step
         self.stamp[slots] = ep
+        self.carried[slots] = False
         # per-page written range: slots of one write come in runs of one page
         off = (slots % self.page_size).astype(np.int32)
         starts = np.concatenate([[0], np.flatnonzero(np.diff(pages) != 0) + 1])
@@ -133,6 +137,20 @@ class Ledger:
         np.maximum.at(self.ep["hi"], run_ep, np.maximum.reduceat(off, starts) + 1)
         self.ep["write_step"][run_ep] = step
 
+    def on_carry(self, slots: np.ndarray, writer: np.ndarray, positions: np.ndarray, tokens: np.ndarray,
+                 step: int) -> None:
+        """Slots whose bytes a transferred page brought from another node: they keep their real writer there
+        (`writer`, -1 never written), are no tenant's write here (stamp 0) and are marked carried."""
+        if slots.size == 0:
+            return
+        self._touch(slots // self.page_size)
+        self.writer[slots] = writer
+        self.pos[slots] = positions
+        self.token[slots] = tokens
+        self.step[slots] = step
+        self.stamp[slots] = 0
+        self.carried[slots] = writer >= 0
+
     def on_fill(self, slots: np.ndarray) -> None:
         """Slots overwritten by a non-tenant fill (zeroing, poison, sentinel): no longer anyone's data."""
         self._touch(slots // self.page_size)
@@ -140,6 +158,7 @@ class Ledger:
         self.pos[slots] = -1
         self.token[slots] = -1
         self.stamp[slots] = 0
+        self.carried[slots] = False
 
     def seal(self, epochs: np.ndarray, hashes: np.ndarray) -> None:
         self.ep["hash"][epochs] = hashes

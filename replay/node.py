@@ -89,6 +89,36 @@ class KVNode:
         self.pool.write(slots, k, v)
         self.ledger.on_write(s, uid, positions, tokens, step, self.alloc.epoch)
 
+    def receive_pages(self, src: "KVNode", src_pages: np.ndarray, dst_pages: np.ndarray, uid: int, step: int) -> int:
+        """Copy whole pages from `src` (Mooncake moves pages, not tokens) into this node's `dst_pages`, held by
+        `uid`. Slots uid wrote on src become uid's writes here; every other slot's bytes arrive too and keep
+        their real writer on src in the ledger (carried, not stamped: no tenant wrote them here). Returns the
+        number of slots carried that another request wrote."""
+        src_pages = np.asarray(src_pages, dtype=np.int64)
+        dst_pages = np.asarray(dst_pages, dtype=np.int64)
+        if src_pages.size == 0:
+            return 0
+        if (self.alloc.owner[dst_pages] != uid).any():
+            raise AllocatorError(f"{self.name}: request {uid} receives into a page it does not own")
+        P = self.page_size
+        s_slots = (src_pages[:, None] * P + np.arange(P)).reshape(-1)
+        d_slots = (dst_pages[:, None] * P + np.arange(P)).reshape(-1)
+        s_t = torch.as_tensor(s_slots, device=src.pool.device)
+        d_t = torch.as_tensor(d_slots, device=self.pool.device)
+        k, v = src.pool.read(s_t)
+        self.pool.write(d_t, k, v)
+        w = src.ledger.writer[s_slots]
+        own = w == uid
+        if own.any():
+            self.ledger.on_write(d_slots[own], uid, src.ledger.pos[s_slots[own]], src.ledger.token[s_slots[own]],
+                                 step, self.alloc.epoch)
+        other = ~own
+        if other.any():
+            self.pool.stamp(d_t[torch.as_tensor(other, device=self.pool.device)], fresh=False)
+            self.ledger.on_carry(d_slots[other], w[other], src.ledger.pos[s_slots[other]],
+                                 src.ledger.token[s_slots[other]], step)
+        return int((w[other] >= 0).sum())
+
     def slots(self, pages: np.ndarray, start: int, n: int) -> torch.Tensor:
         """Physical slots of logical tokens [start, start + n) of a request holding `pages`."""
         j = torch.arange(start, start + n, dtype=torch.int64)
@@ -118,8 +148,10 @@ class KVNode:
             raise AllocatorError(f"{self.name}: device slot stamps disagree with the ledger")
         if not torch.equal(self.pool.page_fresh, self.pool.count_fresh()):
             raise AllocatorError(f"{self.name}: per-page fresh counts disagree with the slot stamps")
-        written = self.ledger.writer >= 0
+        written = (self.ledger.writer >= 0) & ~self.ledger.carried
         if (self.ledger.stamp[written] <= 0).any():
             raise AllocatorError(f"{self.name}: a written slot has no epoch stamp")
+        if (self.ledger.stamp[self.ledger.carried] != 0).any():
+            raise AllocatorError(f"{self.name}: a slot carried in from another node carries an epoch stamp")
         if self.pool.k[:, : self.page_size].abs().sum() != 0 or self.pool.v[:, : self.page_size].abs().sum() != 0:
             raise AllocatorError(f"{self.name}: the reserved page 0 was written")

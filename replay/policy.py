@@ -1,42 +1,93 @@
-"""Policies: the only difference between the unpatched and the patched engine.
+"""Policies are builds: each reproduces what one range of real SGLang builds does with a prompt at or over
+the prefill node's max_req_input_len in PD mode, and nothing more (kvir.rules.builds, read from the wheels).
 
-UnpatchedPolicy is SGLang before the fixes (research/sglang.md §2.2, research/replay.md §5.1): a prompt
-at or over max_req_input_len is swapped for the 1-token placeholder [0]; bootstrap admission compares
-the placeholder's length with the pool, so it passes; the sender transfers 1 token; the decode side,
-which pre-allocated pages for the whole prompt, decodes over them and the client gets HTTP 200.
+Every build first swaps the prompt for the one-token stub [0] (Req.set_finish_with_abort, 400 pending in
+req.to_finish). Then:
 
-PatchedPolicy is the union of the upstream fixes: bootstrap admission uses max_req_input_len (#30325), a
-request aborted at intake finishes before any sender exists and decode is told (#34208, #38935), the
-client gets HTTP 400 (#35421, #33507); as defence in depth the decode side refuses a transfer whose
-token count is not the prompt length, and the patched kernel masks slots the request did not write.
+    sglang-0.5.19   0.5.11-0.5.19  the stub passes the bootstrap door (`len(origin_input_ids) > pool` on one
+                    token), is forwarded, and its first KV page is sent; decode, which pre-allocated pages for
+                    the whole prompt, decodes over them: HTTP 200 (the incident)
+    sglang-0.5.20   0.5.20         the stub is bootstrapped and forwarded, then retired after its forward
+                    without a transfer: HTTP 400 (decode's pre-allocated pages are released unwritten)
+    sglang-0.5.21   0.5.21-        rejected at the bootstrap door before any sender, handshake or forward: 400
 
-FreedPageFill is a separate mitigation (not part of the upstream fix), so its effect can be measured
-alone: zero or poison pages when they are freed (TensorRT-LLM's fresh-page fill, vLLM's zeroing).
+The builds' only other safety nets are their own flags, which the engine models separately: the KV canary
+(--kv-canary, from 0.5.13) and the KV checksum (--disaggregation-enable-kv-checksum, from 0.5.21).
+
+kvir-proposal is NOT a build: kvir's own hardening ideas, measured on their own. Bootstrap admission compares
+the prompt's original length with max_req_input_len, decode refuses a transfer whose token count is not the
+prompt length, and the decode kernel masks slots the reading request did not write in its tenancy.
+
+FreedPageFill is a separate mitigation (no build has it), so its effect can be measured alone: zero or
+poison pages when they are freed (TensorRT-LLM's fresh-page fill, vLLM's zeroing).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvir.rules.builds import TABLE, normalise
+
+OVER_LONG = ("forwarded-transferred", "retired-after-forward", "rejected-at-door", "rejected-at-bootstrap")
+
 
 @dataclass(frozen=True)
 class Policy:
-    name: str
-    reject_before_bootstrap: bool       # prefill: an intake-rejected request ends (400) before a sender exists
-    bootstrap_checks_input_limit: bool  # bootstrap admission compares the ORIGINAL length with max_req_input_len
-    decode_checks_token_count: bool     # decode: transferred tokens must equal the prompt length
-    kernel_checks_ownership: bool       # decode attention masks slots the request did not write
+    name: str                           # sglang-0.5.19 | sglang-0.5.20 | sglang-0.5.21 | kvir-proposal
+    builds: str                         # the builds it reproduces ("0.5.11–0.5.19"), or "none" (a proposal)
+    over_long: str                      # what an over-long prompt meets first (OVER_LONG)
+    http_status: int                    # what the client gets for it
+    evidence: str = ""                  # where the behaviour is in the wheels (builds.toml)
+    decode_checks_token_count: bool = False   # kvir-proposal only
+    kernel_checks_ownership: bool = False     # kvir-proposal only
+    has_canary: bool = True             # the builds offer --kv-canary
+    has_checksum: bool = False          # the builds offer --disaggregation-enable-kv-checksum
+
+    def __post_init__(self) -> None:
+        if self.over_long not in OVER_LONG:
+            raise ValueError(f"unknown over-long outcome {self.over_long!r}")
 
     @property
-    def patched(self) -> bool:
-        return self.reject_before_bootstrap
+    def is_build(self) -> bool:
+        return not self.name.startswith("kvir-")
+
+    @property
+    def leaks(self) -> bool:
+        """The over-long stub reaches decode (HTTP 200 over pages nobody wrote)."""
+        return self.over_long == "forwarded-transferred"
 
 
-def UnpatchedPolicy() -> Policy:  # noqa: N802 - reads as a class at call sites
-    return Policy("unpatched", False, False, False, False)
+def _from_table(name: str) -> Policy:
+    row = TABLE.policy_row(name)
+    has_checksum = any(row.covers(b) for b in TABLE.read if TABLE.has_field("disaggregation_enable_kv_checksum", b))
+    has_canary = any(row.covers(b) for b in TABLE.read if TABLE.has_field("kv_canary", b))
+    return Policy(name, row.label, row.outcome, int(row.http_status), row.evidence.text(), has_canary=has_canary,
+                  has_checksum=has_checksum)
 
 
-def PatchedPolicy() -> Policy:  # noqa: N802
-    return Policy("patched", True, True, True, True)
+BUILD_POLICIES: dict[str, Policy] = {r.policy: _from_table(r.policy) for r in TABLE.over_long_rows}
+KVIR_PROPOSAL = Policy("kvir-proposal", "none", "rejected-at-bootstrap", 400,
+                       "kvir's proposal (no build has it): bootstrap admission against max_req_input_len, a decode "
+                       "token-count check, an owner-checking decode kernel",
+                       decode_checks_token_count=True, kernel_checks_ownership=True, has_checksum=True)
+POLICIES: dict[str, Policy] = {**BUILD_POLICIES, KVIR_PROPOSAL.name: KVIR_PROPOSAL}
+ALIASES = {"leaking": TABLE.leaking_policy, "fixed": TABLE.policy_for(TABLE.first_fixed),
+           "door": TABLE.policy_for(TABLE.first_door_reject), "proposal": KVIR_PROPOSAL.name}
+
+
+def policy_for(build: str) -> Policy:
+    """The policy of a build name: a policy name (sglang-0.5.20, kvir-proposal), an alias (leaking, fixed,
+    door, proposal) or any SGLang version (0.5.12, v0.5.23). A version newer than the builds read behaves
+    like the last row (kvir.rules.builds says so); one older than every build read like the first."""
+    key = build.strip()
+    key = ALIASES.get(key.lower(), key)
+    if key in POLICIES:
+        return POLICIES[key]
+    v = normalise(key.removeprefix("sglang-"))
+    if v is not None:
+        name = TABLE.policy_for(v) or TABLE.leaking_policy
+        return POLICIES[name]
+    names = ", ".join(sorted(POLICIES) + sorted(ALIASES))
+    raise ValueError(f"unknown build {build!r}: one of {names}, or an SGLang version such as 0.5.18")
 
 
 FILLS = ("none", "zero", "nan", "sentinel")
@@ -52,3 +103,6 @@ class FreedPageFill:
     def __post_init__(self) -> None:
         if self.mode not in FILLS:
             raise ValueError(f"unknown freed-page fill {self.mode!r}; one of {', '.join(FILLS)}")
+
+
+__all__ = ["Policy", "POLICIES", "BUILD_POLICIES", "KVIR_PROPOSAL", "ALIASES", "policy_for", "FreedPageFill", "FILLS"]

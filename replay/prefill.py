@@ -1,11 +1,15 @@
-"""The prefill worker: SGLang's intake checks, the placeholder swap, bootstrap admission, the forward.
+"""The prefill worker: SGLang's intake check, the one-token stub, the bootstrap door, the forward.
 
-    validate_input_length   len >= max_req_input_len: truncate (--allow-auto-truncate) or abort; SGLang's
-                            set_finish_with_abort replaces origin_input_ids with the placeholder [0]
-    bootstrap admission     _check_if_req_exceed_kv_capacity: len(origin_input_ids) > pool -> 400. It runs
-                            AFTER the swap, so a rejected request (now 1 token) passes it, unpatched
-    forward                 the (possibly placeholder) tokens are computed and written to this node's pool;
-                            the first output token goes into the transfer metadata
+    validate_input_length   len >= max_req_input_len: truncate (--allow-auto-truncate) or abort; every build's
+                            Req.set_finish_with_abort replaces origin_input_ids with the stub [0]
+    the bootstrap door      PrefillBootstrapQueue.add. 0.5.21+ retire an intake-rejected request here
+                            (is_unadmitted_reject -> retire_unadmitted_request, 400). Every build then runs
+                            _check_if_req_exceed_kv_capacity: len(origin_input_ids) > pool -> 400, AFTER the
+                            swap, so the stub (1 token) passes it
+    forward                 the (possibly stub) tokens are computed and written to this node's pool; the first
+                            output token goes into the transfer metadata. 0.5.20 retires an aborted request
+                            right after its forward (_retire_aborted_prefill_result): no transfer, 400
+The policy (policy.py) says which of these the replayed build has.
 """
 from __future__ import annotations
 
@@ -23,13 +27,20 @@ from kvir.replay.tokens import PLACEHOLDER
 
 @dataclass
 class PrefillResult:
-    status: int | None          # None: continue to transfer; else the HTTP status the request ends with
+    status: int | None          # None: continue to the forward; else the HTTP status the request ends with
     stage: str
     reason: str = ""
-    tokens: np.ndarray | None = None     # what the forward computed (the placeholder: [0])
+    tokens: np.ndarray | None = None     # what the forward computes (the stub: [0])
     pages: np.ndarray | None = None
     first_token: int | None = None
-    aborted_at_intake: bool = False       # the placeholder path: origin_input_ids were swapped
+    aborted_at_intake: bool = False       # origin_input_ids were swapped for the stub
+    retire_after_forward: bool = False    # 0.5.20: forwarded, then retired without a transfer
+
+
+def door_capacity_refuses(n_tokens: int, pool_tokens: int) -> bool:
+    """PrefillBootstrapQueue._check_if_req_exceed_kv_capacity: `len(req.origin_input_ids) > pool` (every build;
+    0.5.23 compares with max_input_len, the pool when the shard size is 1)."""
+    return n_tokens > pool_tokens
 
 
 def input_too_long(prompt_len: int, max_req_input_len: int) -> str:
@@ -43,7 +54,7 @@ class PrefillWorker:
         self.node, self.model = node, model
 
     def intake(self, prompt: np.ndarray, policy: Policy, limits: NodeLimits | None = None) -> PrefillResult:
-        """Validation and bootstrap admission (with the serving prefill node's limits); no pages touched."""
+        """Validation and the bootstrap door (with the serving prefill node's limits); no pages touched."""
         lim = limits or self.node.limits
         L = int(prompt.size)
         tokens = prompt
@@ -54,16 +65,17 @@ class PrefillWorker:
             else:
                 aborted = True
                 tokens = np.array([PLACEHOLDER], dtype=np.int64)
-                if policy.reject_before_bootstrap:
-                    return PrefillResult(400, "prefill-validate", input_too_long(L, lim.max_req_input_len),
-                                         aborted_at_intake=True)
-        if policy.bootstrap_checks_input_limit and L >= lim.max_req_input_len and not lim.allow_auto_truncate:
-            return PrefillResult(400, "bootstrap", input_too_long(L, lim.max_req_input_len), aborted_at_intake=aborted)
-        if tokens.size > lim.pool_tokens:
+                msg = input_too_long(L, lim.max_req_input_len)
+                if policy.over_long == "rejected-at-door":
+                    return PrefillResult(400, "prefill-door", msg, aborted_at_intake=True)
+                if policy.over_long == "rejected-at-bootstrap":
+                    return PrefillResult(400, "bootstrap", f"{policy.name}: {msg}", aborted_at_intake=True)
+        if door_capacity_refuses(int(tokens.size), lim.pool_tokens):
             return PrefillResult(400, "bootstrap", f"Request exceeds the maximum number of tokens: {tokens.size} > {lim.pool_tokens}",
                                  aborted_at_intake=aborted)
         reason = input_too_long(L, lim.max_req_input_len) if aborted else ""
-        return PrefillResult(None, "prefill", reason, tokens=tokens, aborted_at_intake=aborted)
+        return PrefillResult(None, "prefill", reason, tokens=tokens, aborted_at_intake=aborted,
+                             retire_after_forward=aborted and policy.over_long == "retired-after-forward")
 
     def forward(self, res: PrefillResult, uid: int, step: int) -> PrefillResult | None:
         """Compute and store the KV of res.tokens; None when the prefill pool has no room (caller waits)."""

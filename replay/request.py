@@ -61,7 +61,8 @@ class OwnerExposure:
     first_token: int        # lowest / highest position, in the writer's own sequence, of those slots
     last_token: int
     attention_mass: float   # mean over decode steps of the softmax mass on them
-    epochs: int             # page tenancies they came from
+    epochs: int             # decode page tenancies they came from
+    carried: int = 0        # of them, slots the stub's transferred page brought from the prefill node
 
 
 @dataclass
@@ -72,7 +73,9 @@ class Outcome:
     stage: str                       # where it ended: served, tokenizer, prefill-validate, bootstrap, ...
     reason: str = ""
     prefill_tokens: int | None = None       # tokens the prefill side computed (1 for the placeholder)
-    transferred_tokens: int | None = None
+    transferred_tokens: int | None = None   # the prefill's token count in the transfer metadata
+    transferred_pages: int | None = None    # whole pages sent (Mooncake moves pages)
+    carried_foreign: int = 0                # slots of those pages another request wrote on the prefill node
     decode_seq_len: int | None = None       # the sequence length decode attended over at step 1
     tokens: list[int] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)

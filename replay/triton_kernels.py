@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kvir.replay.kernels import AttentionOutput, IsolationViolation, OwnerCheck, owned_mask
+from kvir.replay.checks import AttentionOutput, IsolationViolation, OwnerCheck, owned_mask
 from kvir.replay.page_table import PageTable
 
 _MODES = {None: 0, "mask": 1, "count": 2, "raise": 2}

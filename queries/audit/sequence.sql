@@ -6,15 +6,17 @@
 -- unless no configuration line came since the previous marker (vLLM prints several banners per start).
 -- Inside one marker segment, the n-th pool line of one rank tag belongs to the n-th start: a restart
 -- whose dump is missing (a cut log) still counts, while the same line on TP0..TP7 of one start
--- (older builds print it on every rank) stays one start. An environment dump or a version line with no
+-- (older builds print it on every rank) stays one start. An environment dump, a version line or pasted
+-- configuration (a launch command, key=value lines) with no
 -- configuration line after it in its own start belongs to the next start (entrypoints print them
 -- before launching the server). Lines
--- without a time prefix inherit the previous line's time (ts_inherited).
+-- without a time prefix inherit the previous line's time (ts_inherited; ts_eff in UTC, ts_host_eff as the
+-- host printed it, kept when the zone is unknown).
 CREATE OR REPLACE TABLE audit_lines AS
 WITH l AS (
     SELECT p.*,
         p.kind IN ('server_args', 'vllm_start') AS is_marker,
-        p.kind IN ('pool', 'kv_alloc', 'vllm_kv', 'vllm_blocks', 'vllm_concurrency', 'vllm_refusal') AS is_cfg,
+        p.kind IN ('pool', 'kv_alloc', 'pool_warning', 'vllm_kv', 'vllm_blocks', 'vllm_concurrency', 'vllm_refusal') AS is_cfg,
         p.kind IN ('pool', 'kv_alloc', 'vllm_kv', 'vllm_blocks') AS is_key
     FROM __parsed__ AS p
 ),
@@ -59,10 +61,13 @@ c7 AS (
     FROM c6
 )
 SELECT c7.* EXCLUDE (cfg_before, prev_marker_cfg, occ, sub, start0, cfg_in_start_after, last_start),
-    CASE WHEN c7.kind IN ('env', 'version') AND c7.cfg_in_start_after = 0 AND c7.start0 < c7.last_start THEN c7.start0 + 1
+    CASE WHEN c7.kind IN ('env', 'version', 'config') AND c7.cfg_in_start_after = 0 AND c7.start0 < c7.last_start THEN c7.start0 + 1
          ELSE c7.start0 END AS start_no,
     c7.ts IS NULL AND c7.ts_text IS NULL AS ts_inherited,
     CASE WHEN c7.ts IS NOT NULL OR c7.ts_text IS NOT NULL THEN c7.ts
          ELSE last_value(c7.ts IGNORE NULLS) OVER (PARTITION BY c7.file_id ORDER BY c7.line_no
-                                                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) END AS ts_eff
+                                                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) END AS ts_eff,
+    CASE WHEN c7.ts_host IS NOT NULL OR c7.ts_text IS NOT NULL THEN c7.ts_host
+         ELSE last_value(c7.ts_host IGNORE NULLS) OVER (PARTITION BY c7.file_id ORDER BY c7.line_no
+                                                        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) END AS ts_host_eff
 FROM c7;

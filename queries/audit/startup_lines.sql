@@ -20,7 +20,7 @@ WITH raw AS (
 cand AS (   -- cheap scans first: request-log lines out, then one regex pass picks lines that could matter
     SELECT r.* FROM raw AS r
     WHERE CASE WHEN position('Finish: obj=' IN r.text) > 0 OR position('Receive: obj=' IN r.text) > 0 THEN false
-               ELSE regexp_matches(r.text, 'max_total_num_tokens=|KV Cache is allocated|server_args=|context_length \(|PD KV checksum|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size:|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|[Cc]hecksum mismatch|[Cc]anary|transfer failed|fired up and ready') END
+               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
 ),
 p1 AS (     -- container-runtime stamp
     SELECT c.*,
@@ -36,9 +36,9 @@ p3 AS (     -- SGLang bracket or vLLM level/date prefix
         regexp_extract(p.rest, '^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?: [A-Za-z]+\d+)*\]\s?(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+(?:[\w./-]+\.py:\d+:?\s+)?)?', 0) AS sg_prefix,
         regexp_extract(p.rest, '^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})', 1) AS sg_stamp,
         trim(regexp_extract(p.rest, '^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?((?: [A-Za-z]+\d+)*)\]', 1)) AS sg_tags,
-        regexp_extract(p.rest, '^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+\[?[\w./-]+:\d+\]\s?', 0) AS vl_prefix,
-        regexp_extract(p.rest, '^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+(\d{2}-\d{2} \d{2}:\d{2}:\d{2})', 1) AS vl_stamp,
-        regexp_extract(p.rest, '^\((\w+)(?: pid=\d+)?\)\s', 1) AS vl_tag
+        regexp_extract(p.rest, '^(?:\([\w-]+(?: \w+=\w+)*\)\s+)?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+\[?[\w./-]+:\d+\]\s?', 0) AS vl_prefix,
+        regexp_extract(p.rest, '^(?:\([\w-]+(?: \w+=\w+)*\)\s+)?(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+(\d{2}-\d{2} \d{2}:\d{2}:\d{2})', 1) AS vl_stamp,
+        regexp_extract(p.rest, '^\(([\w-]+)(?: \w+=\w+)*\)\s', 1) AS vl_tag
     FROM p2 AS p
 ),
 msgs AS (
@@ -55,26 +55,33 @@ kinds AS (
             WHEN left(m.msg, 1) = '{' THEN NULL
             WHEN regexp_matches(m.msg, '^server_args=(?:ServerArgs\(|\{)') THEN 'server_args'
             WHEN regexp_matches(m.msg, '^max_total_num_tokens=') THEN 'pool'
-            WHEN regexp_matches(m.msg, '^KV Cache is allocated\.') THEN 'kv_alloc'
+            WHEN regexp_matches(m.msg, '^(?:[\w .-]+ )?KV Cache is allocated\.') THEN 'kv_alloc'
+            WHEN regexp_matches(m.msg, '^KV pool holds \d+ tokens, fewer than --context-length \d+') THEN 'pool_warning'
             WHEN regexp_matches(m.msg, 'User-specified context_length \(\d+\) is greater than the derived context_length \(\d+\)') THEN 'ctx_override'
-            WHEN regexp_matches(m.msg, '^PD KV checksum (?:enabled|disabled)') THEN 'checksum'
             WHEN regexp_matches(m.msg, '^KV cache is forced as chunk cache for decode server') THEN 'decode_hint'
             WHEN regexp_matches(m.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v)v?\d+\.\d+') THEN 'version'
             WHEN regexp_matches(m.msg, '^The server is fired up and ready to roll') THEN 'ready'
             WHEN regexp_matches(m.msg, '^(?:vLLM API server version |Initializing an? (?:V1 )?LLM engine)') THEN 'vllm_start'
             WHEN regexp_matches(m.msg, '^(?:GPU|CPU|XPU|HPU|NPU|TPU) KV cache size: [\d,]+ tokens') THEN 'vllm_kv'
             WHEN regexp_matches(m.msg, '^Maximum concurrency for [\d,]+ tokens per request: [\d.]+x') THEN 'vllm_concurrency'
-            WHEN regexp_matches(m.msg, '^# (?:GPU|CUDA|XPU|HPU|NPU|TPU|ROCM|Neuron) blocks: \d+') THEN 'vllm_blocks'
+            WHEN regexp_matches(m.msg, '^# (?:GPU|CPU|CUDA|XPU|HPU|NPU|TPU|ROCM|Neuron) blocks: \d+') THEN 'vllm_blocks'
             WHEN regexp_matches(m.msg, '^Using max model len \d+') THEN 'vllm_max_len'
             WHEN regexp_matches(m.msg, 'To serve at least one request with the models?''s max seq len \(\d+\)') THEN 'vllm_refusal'
             WHEN regexp_matches(m.msg, 'The model''s max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache \(\d+\)') THEN 'vllm_refusal'
             WHEN regexp_matches(m.msg, 'Input length \(\d+ tokens\) exceeds the maximum allowed length \(\d+ tokens\)') THEN 'input-length-exceeds'
             WHEN regexp_matches(m.msg, 'exceeds the maximum number of tokens: \d+ > \d+') THEN 'exceeds-max-tokens'
-            WHEN regexp_matches(m.msg, '[Cc]hecksum mismatch') THEN 'kv-checksum-mismatch'
-            WHEN regexp_matches(m.msg, '(?i)canary.*violat|violat.*canary') THEN 'kv-canary-violation'
+            WHEN regexp_matches(m.msg, 'KV checksum mismatch(?: on a peer rank)? req=') THEN 'kv-checksum-mismatch'
+            WHEN regexp_matches(m.msg, 'KV checksum skipped: .*admitted unverified') THEN 'kv-checksum-skipped'
+            WHEN regexp_matches(m.msg, 'kv_canary violation: launch_tag=') THEN 'kv-canary-violation'
+            WHEN regexp_matches(m.msg, '^\[canary\] step=\d+ protected_tokens=\d+ .*violations=\d+') THEN 'canary-stats'
+            WHEN regexp_matches(m.msg, '^install_canary: disaggregation_mode=') THEN 'canary-installed'
+            WHEN regexp_matches(m.msg, 'Context corruption detected: Request .* received metadata from bootstrap_room=') THEN 'context-corruption'
             WHEN regexp_matches(m.msg, '(?:Prefill|Decode) transfer failed for request') THEN 'kv-transfer-failed'
             WHEN regexp_matches(m.msg, '^(?:export\s+|declare -x\s+|env:\s*|environment:\s*)?[A-Z_][A-Z0-9_]*=')
                  OR position('environ({' IN m.msg) > 0 THEN 'env'
+            -- pasted configuration: `key=value` / `key: value` lines and launch command lines
+            WHEN regexp_matches(m.msg, '^\s*(?:- )?(?:--)?(?i:context[_-]length|context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|disaggregation[_-]enable[_-]kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens|served[_-]model[_-]name|tp[_-]size|tensor[_-]parallel[_-]size)\s*(?:[=:]\s*|\s+)\S')
+                 OR regexp_matches(m.msg, '(?:sglang\.launch_server|sglang serve|vllm serve|vllm\.entrypoints)\s') THEN 'config'
         END AS kind
     FROM msgs AS m
 ),
@@ -86,17 +93,20 @@ stamped AS (   -- one time string per line, converted once (the macros expand to
         CASE WHEN r.rt_stamp <> '' THEN r.rt_stamp WHEN r.sg_stamp <> '' THEN r.sg_stamp
              WHEN r.vl_stamp <> '' AND s.year IS NOT NULL THEN s.year || '-' || r.vl_stamp END AS stamp,
         CASE WHEN r.rt_stamp = '' THEN s.tz_iana END AS stamp_tz,
-        CASE WHEN r.rt_stamp = '' THEN s.tz_offset_min END AS stamp_off
+        CASE WHEN r.rt_stamp = '' THEN s.tz_offset_min END AS stamp_off,
+        r.rt_stamp = '' AND s.tz_iana IS NULL AND s.tz_offset_min IS NULL AS zone_unknown
     FROM rel AS r JOIN __settings__ AS s USING (file_id)
 ),
 converted AS (
-    SELECT st.*, kvir_parse_ts(st.stamp, st.stamp_tz, st.stamp_off) AS ts_utc
+    SELECT st.*,
+        CASE WHEN NOT st.zone_unknown THEN kvir_parse_ts(st.stamp, st.stamp_tz, st.stamp_off) END AS ts_utc,
+        CASE WHEN st.rt_stamp = '' THEN kvir_naive_ts(st.stamp) END AS ts_host
     FROM stamped AS st
 ),
 complete AS (
     SELECT r.*,
         CASE r.kind
-            WHEN 'server_args' THEN regexp_matches(r.msg, '[)}]\s*$')
+            WHEN 'server_args' THEN regexp_matches(r.msg, '^server_args=ServerArgs\(.*\)\s*$') OR regexp_matches(r.msg, '^server_args=\{.*\}\s*$')
             -- every historical shape of line (g) ends with one of these pairs; a bare
             -- `max_total_num_tokens=N` is complete only as bench_one_batch prints it (no log prefix)
             WHEN 'pool' THEN (regexp_matches(r.msg, '^max_total_num_tokens=\d+\s*$') AND r.sg_prefix = '' AND r.vl_prefix = '')
@@ -113,38 +123,57 @@ SELECT
     c.kind,
     NOT c.complete AS truncated,
     coalesce(c.prefix_engine, CASE WHEN c.kind LIKE 'vllm%' THEN 'vllm'
-                                   WHEN c.kind IN ('server_args', 'pool', 'kv_alloc', 'checksum', 'decode_hint', 'version', 'ready', 'ctx_override') THEN 'sglang' END) AS engine,
+                                   WHEN c.kind IN ('server_args', 'pool', 'kv_alloc', 'pool_warning', 'decode_hint', 'version', 'ready', 'ctx_override',
+                                                   'canary-stats', 'canary-installed', 'kv-checksum-skipped') THEN 'sglang'
+                                   WHEN c.kind = 'config' AND regexp_matches(c.msg, '(?i)vllm|max[_-]model[_-]len|block[_-]size|tensor[_-]parallel') THEN 'vllm'
+                                   WHEN c.kind = 'config' THEN 'sglang' END) AS engine,
     coalesce(nullif(c.sg_tags, ''), nullif(c.vl_tag, ''), '') AS rank_tag,
     c.ts_utc AS ts,
+    c.ts_host,
     CASE WHEN c.rt_stamp <> '' THEN 'container runtime (with offset)'
+         WHEN (c.sg_stamp <> '' OR c.vl_stamp <> '') AND c.zone_unknown THEN 'host-local (zone unknown)'
          WHEN c.sg_stamp <> '' OR c.vl_stamp <> '' THEN 'host-local'
     END AS ts_source,
+    c.zone_unknown AND (c.sg_stamp <> '' OR c.vl_stamp <> '') AS zone_unknown,
     CASE WHEN c.vl_stamp <> '' AND c.stamp IS NULL THEN 'vLLM time without a year (give --year or year in the inventory)'
-         WHEN c.stamp IS NOT NULL AND (c.ts_utc IS NULL OR NOT kvir_in_range(c.ts_utc))
+         WHEN c.zone_unknown AND c.stamp IS NOT NULL AND c.ts_host IS NULL THEN kvir_ts_problem(c.stamp, NULL, 'UTC', NULL)
+         WHEN NOT c.zone_unknown AND c.stamp IS NOT NULL AND (c.ts_utc IS NULL OR NOT kvir_in_range(c.ts_utc))
               THEN kvir_ts_problem(c.stamp, c.ts_utc, c.stamp_tz, c.stamp_off)
     END AS ts_problem,
     CASE WHEN c.rt_stamp <> '' THEN c.rt_stamp WHEN c.sg_stamp <> '' THEN c.sg_stamp WHEN c.vl_stamp <> '' THEN c.vl_stamp END AS ts_text,
-    -- line (g) and line (e)
-    CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'max_total_num_tokens', c.complete) END AS pool_tokens,
+    -- line (g) and line (e); 0.5.23's pool warning
+    CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'max_total_num_tokens', c.complete)
+         WHEN c.kind = 'config' THEN kva_cfg_int(c.msg, 'max_total_num_tokens') END AS pool_tokens,
     CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'context_len', c.complete) END AS context_len,
     CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'max_running_requests', c.complete) END AS max_running_requests,
     CASE WHEN c.kind = 'kv_alloc' THEN TRY_CAST(nullif(regexp_extract(c.msg, '#tokens: (\d+),', 1), '') AS BIGINT) END AS kv_tokens,
     CASE WHEN c.kind = 'kv_alloc' AND position('KV size:' IN c.msg) > 0 THEN 'MLA'
          WHEN c.kind = 'kv_alloc' AND position('K size:' IN c.msg) > 0 THEN 'MHA' END AS kv_layout,
-    -- the server_args dump
+    CASE WHEN c.kind = 'pool_warning' THEN TRY_CAST(regexp_extract(c.msg, '^KV pool holds (\d+) tokens', 1) AS BIGINT) END AS warn_pool,
+    CASE WHEN c.kind = 'pool_warning' THEN TRY_CAST(regexp_extract(c.msg, 'fewer than --context-length (\d+)', 1) AS BIGINT) END AS warn_context,
+    -- the server_args dump: ServerArgs(k=v, ...) up to 0.5.18, {'k': v, ...} from 0.5.19 (builds.toml)
+    CASE WHEN c.kind = 'server_args' AND regexp_matches(c.msg, '^server_args=ServerArgs\(') THEN 'repr'
+         WHEN c.kind = 'server_args' AND regexp_matches(c.msg, '''watermark_key'': ''<redacted>''') THEN 'dict-redacted'
+         WHEN c.kind = 'server_args' THEN 'dict' END AS sa_shape,
+    CASE WHEN c.kind = 'server_args' THEN regexp_extract_all(c.msg, '(?:^server_args=ServerArgs\(|^server_args=\{|, )''?([A-Za-z_][A-Za-z0-9_]*)''?(?:=|'': )', 1) END AS sa_keys,
     CASE WHEN c.kind = 'server_args' THEN coalesce(kva_str(c.msg, 'disaggregation_mode'),
-                                                   CASE WHEN kva_is_none(c.msg, 'disaggregation_mode') THEN 'null' END) END AS sa_mode,
-    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'context_length') END AS sa_context_length,
-    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'page_size') END AS sa_page_size,
+                                                   CASE WHEN kva_is_none(c.msg, 'disaggregation_mode') THEN 'null' END)
+         WHEN c.kind = 'config' THEN lower(kva_cfg(c.msg, 'disaggregation_mode'))
+         WHEN c.kind = 'canary-installed' THEN lower(regexp_extract(c.msg, '^install_canary: disaggregation_mode=(?:DisaggregationMode\.)?(\w+)', 1)) END AS sa_mode,
+    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'context_length')
+         WHEN c.kind = 'config' THEN coalesce(kva_cfg_int(c.msg, 'context_length'), kva_cfg_int(c.msg, 'context_len')) END AS sa_context_length,
+    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'page_size') WHEN c.kind = 'config' THEN kva_cfg_int(c.msg, 'page_size') END AS sa_page_size,
     CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'max_total_tokens') END AS sa_max_total_tokens,
-    CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'served_model_name') END AS sa_served_model,
+    CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'served_model_name') WHEN c.kind = 'config' THEN kva_cfg(c.msg, 'served_model_name') END AS sa_served_model,
     CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'model_path') END AS sa_model_path,
-    CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'disaggregation_enable_kv_checksum') END AS sa_kv_checksum,
+    CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'disaggregation_enable_kv_checksum')
+         WHEN c.kind = 'config' THEN kva_cfg_bool(c.msg, 'disaggregation_enable_kv_checksum') END AS sa_kv_checksum,
     CASE WHEN c.kind = 'server_args' THEN coalesce(kva_str(c.msg, 'kv_canary'),
-                                                   CASE WHEN kva_is_none(c.msg, 'kv_canary') THEN 'off' END) END AS sa_kv_canary,
-    CASE WHEN c.kind = 'server_args' THEN regexp_matches(c.msg, '[ ,(]kv_canary=|[ ,{]''kv_canary'': ') END AS sa_has_kv_canary,
-    CASE WHEN c.kind = 'server_args' THEN regexp_matches(c.msg, '[ ,(]disaggregation_enable_kv_checksum=|[ ,{]''disaggregation_enable_kv_checksum'': ') END AS sa_has_kv_checksum,
-    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'tp_size') END AS sa_tp_size,
+                                                   CASE WHEN kva_is_none(c.msg, 'kv_canary') THEN 'none' END)
+         WHEN c.kind = 'config' THEN lower(kva_cfg(c.msg, 'kv_canary')) END AS sa_kv_canary,
+    CASE WHEN c.kind = 'server_args' THEN regexp_matches(c.msg, '(?:[ ,(]kv_canary=|[{ ]''kv_canary'': )') END AS sa_has_kv_canary,
+    CASE WHEN c.kind = 'server_args' THEN regexp_matches(c.msg, '(?:[ ,(]disaggregation_enable_kv_checksum=|[{ ]''disaggregation_enable_kv_checksum'': )') END AS sa_has_kv_checksum,
+    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'tp_size') WHEN c.kind = 'config' THEN coalesce(kva_cfg_int(c.msg, 'tp_size'), kva_cfg_int(c.msg, 'tensor_parallel_size')) END AS sa_tp_size,
     CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'dp_size') END AS sa_dp_size,
     CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'enable_dp_attention') END AS sa_dp_attention,
     CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'disaggregation_transfer_backend') END AS sa_transfer_backend,
@@ -152,8 +181,10 @@ SELECT
     -- the context-length override warning
     CASE WHEN c.kind = 'ctx_override' THEN TRY_CAST(regexp_extract(c.msg, 'User-specified context_length \((\d+)\)', 1) AS BIGINT) END AS ctx_user,
     CASE WHEN c.kind = 'ctx_override' THEN TRY_CAST(regexp_extract(c.msg, 'derived context_length \((\d+)\)', 1) AS BIGINT) END AS ctx_derived,
-    -- PD KV checksum line
-    CASE WHEN c.kind = 'checksum' THEN regexp_extract(c.msg, '^PD KV checksum (enabled|disabled)', 1) = 'enabled' END AS checksum_enabled,
+    -- the canary's periodic statistics: verification evidence (protected_tokens), its running violation count
+    CASE WHEN c.kind = 'canary-stats' THEN TRY_CAST(regexp_extract(c.msg, ' protected_tokens=(\d+)', 1) AS BIGINT) END AS canary_protected,
+    CASE WHEN c.kind = 'canary-stats' THEN TRY_CAST(regexp_extract(c.msg, ' violations=(\d+)', 1) AS BIGINT) END AS canary_violations,
+    CASE WHEN c.kind = 'canary-stats' THEN TRY_CAST(regexp_extract(c.msg, '^\[canary\] step=(\d+)', 1) AS BIGINT) END AS canary_step,
     -- environment dump values (kept as text; node_configs.sql interprets them)
     CASE WHEN c.kind = 'env' THEN kva_env(c.msg, 'SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE') END AS env_deferred,
     CASE WHEN c.kind = 'env' THEN kva_env(c.msg, 'SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES') END AS env_batch_cap,
@@ -164,18 +195,19 @@ SELECT
     END AS version,
     -- vLLM
     CASE WHEN c.kind = 'vllm_kv' THEN kva_grouped(regexp_extract(c.msg, '^\w+ KV cache size: ([\d,]+) tokens', 1)) END AS vllm_kv_tokens,
-    -- vLLM 0.3x prints both on one line: `CPU KV cache size: N tokens, Maximum concurrency for M tokens per request: Xx`
     CASE WHEN c.kind IN ('vllm_concurrency', 'vllm_kv') THEN kva_grouped(nullif(regexp_extract(c.msg, 'Maximum concurrency for ([\d,]+) tokens', 1), ''))
          WHEN c.kind = 'vllm_max_len' THEN TRY_CAST(regexp_extract(c.msg, '^Using max model len (\d+)', 1) AS BIGINT)
          WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'max_seq_len', c.complete)
          WHEN c.kind = 'vllm_refusal' THEN TRY_CAST(regexp_extract(c.msg, 'max seq len \((\d+)\)', 1) AS BIGINT)
+         WHEN c.kind = 'config' THEN kva_cfg_int(c.msg, 'max_model_len')
     END AS vllm_max_model_len,
     CASE WHEN c.kind IN ('vllm_concurrency', 'vllm_kv') THEN TRY_CAST(nullif(regexp_extract(c.msg, 'tokens per request: ([\d.]+)x', 1), '') AS DOUBLE) END AS vllm_concurrency,
     CASE WHEN c.kind = 'vllm_blocks' THEN TRY_CAST(regexp_extract(c.msg, '^# \w+ blocks: (\d+)', 1) AS BIGINT) END AS vllm_blocks,
     CASE WHEN c.kind = 'vllm_start' THEN coalesce(kva_str(c.msg, 'served_model_name'), nullif(regexp_extract(c.msg, '[ ,(]served_model_name=([^,\s''"()]+)[,)]', 1), ''), kva_str(c.msg, 'model')) END AS vllm_served_model,
     CASE WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'tensor_parallel_size', c.complete) END AS vllm_tp_size,
     CASE WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'data_parallel_size', c.complete) END AS vllm_dp_size,
-    CASE WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'block_size', c.complete) END AS vllm_block_size,
+    CASE WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'block_size', c.complete)
+         WHEN c.kind = 'config' THEN kva_cfg_int(c.msg, 'block_size') END AS vllm_block_size,
     CASE WHEN c.kind = 'vllm_refusal' AND position('To serve at least one request' IN c.msg) > 0 THEN
               'needs ' || regexp_extract(c.msg, '\(([\d.]+ Gi?B) KV cache is needed', 1) || ' of KV cache for one request of '
               || regexp_extract(c.msg, 'max seq len \((\d+)\)', 1) || ' tokens, has ' || regexp_extract(c.msg, 'available KV cache memory \(([\d.]+ Gi?B)\)', 1)

@@ -114,10 +114,18 @@ def test_inventory_maps_files_and_supplies_what_logs_lack(tmp_path):
     assert nc.loc["d-0", "deployment"] == "glm" and nc.loc["d-0", "role"] == "decode"
     # Europe/Berlin from the inventory (CEST): 10:01:02 local = 08:01:02 UTC
     assert str(nc.loc["p-0", "ts"]) == "2026-09-01 08:01:02+00:00"
-    # without [defaults], a file the inventory does not list has no zone: refused, naming it
+    # without [defaults], a file the inventory does not list has no zone: the audit shows its host-local
+    # time with the zone unknown; joining it with request times (triage --startup) is refused, naming it
     inv2 = write(tmp_path / "inventory2.toml", INVENTORY.replace('source_tz = "Europe/Berlin"', ""))
-    with pytest.raises(InputError, match=r"other-1\.log:1: start-up log times are host-local"):
-        audit([tmp_path / "hosts/x"], inventory=inv2)
+    r2 = audit([tmp_path / "hosts/x"], inventory=inv2)
+    o = one(r2.node_configs, node="other-1")
+    assert pd.isna(o["ts"]) and str(o["ts_host"]) == "2026-09-01 10:01:02" and o["ts_zone"] == "host-local, zone unknown"
+    from kvir.audit import load_node_configs
+    from kvir.case.store import Case
+
+    with Case.create(tmp_path / "case") as case:
+        with pytest.raises(InputError, match=r"other-1\.log:1: start-up log times are host-local"):
+            load_node_configs(case, [tmp_path / "hosts/x"], inventory=inv2)
     assert rows(r.findings, node="other-1") == []
 
 

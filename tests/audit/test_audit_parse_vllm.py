@@ -32,9 +32,18 @@ def test_v1_comma_grouped_and_version(logdir):
     assert len(r.node_configs) == 1 and len(r.findings) == 0   # three banners, one start
 
 
-def test_vllm_needs_a_year(logdir):
-    with pytest.raises(InputError, match=r"qwen-b\.log:1: vLLM log times carry no year"):
-        audit([logdir("qwen-b.log", V1)], source_tz="UTC")
+def test_vllm_needs_a_year_only_where_times_are_joined(logdir, tmp_path):
+    """vLLM prints no year: the audit reads the pool and the context anyway (no clock needed); kvir triage
+    --startup, which joins start-up and request times, refuses naming the line."""
+    r = audit([logdir("qwen-b.log", V1)], source_tz="UTC")
+    c = one(r.node_configs, node="qwen-b")
+    assert c["pool_tokens"] == 147_968 and c["max_concurrency"] == 3.61 and pd.isna(c["ts"])
+    from kvir.audit import load_node_configs
+    from kvir.case.store import Case
+
+    with Case.create(tmp_path / "case") as case:
+        with pytest.raises(InputError, match=r"qwen-b\.log:1: vLLM log times carry no year"):
+            load_node_configs(case, [logdir("qwen-b.log", V1)], source_tz="UTC")
 
 
 def test_process_tags_dp_ranks_and_hybrid_models(logdir):

@@ -20,8 +20,9 @@ from kvir.serve.tokenizer import decode, encode
 
 @pytest.mark.parametrize("name, row", [("0.5.19", "0.5.19"), ("leaking", "0.5.19"), ("0.5.12", "0.5.19"),
                                        ("v0.5.18", "0.5.19"), ("0.5.20", "0.5.20"), ("sglang-0.5.20", "0.5.20"),
-                                       ("0.5.21", "0.5.21"), ("fixed", "0.5.21"), ("0.5.23", "0.5.21"),
-                                       ("0.6.0", "0.5.21")])
+                                       ("fixed", "0.5.20"), ("0.5.21", "0.5.21"), ("door", "0.5.21"),
+                                       ("0.5.23", "0.5.21"), ("0.6.0", "0.5.21"), ("0.4.9", "0.5.19"),
+                                       ("kvir-proposal", "kvir-proposal")])
 def test_build_names_resolve_through_one_table(name, row):
     assert resolve_build(name).name == row
 
@@ -29,10 +30,13 @@ def test_build_names_resolve_through_one_table(name, row):
 def test_build_table_says_which_builds_leak():
     assert [(b.name, b.leaks) for b in (resolve_build(x) for x in ("0.5.19", "0.5.20", "0.5.21"))] == [
         ("0.5.19", True), ("0.5.20", False), ("0.5.21", False)]
-    p = resolve_build("leaking").policy()
-    assert (p.reject_before_bootstrap, p.bootstrap_checks_input_limit) == (False, False)
-    p = resolve_build("fixed").policy()
-    assert (p.reject_before_bootstrap, p.bootstrap_checks_input_limit, p.kernel_checks_ownership) == (True, True, False)
+    # the rows are kvir.rules.builds' (read from the wheels) and the policies kvir.replay's per-build ones
+    assert [(p.name, p.over_long, p.http_status) for p in (resolve_build(x).policy() for x in ("leaking", "fixed", "door"))] == [
+        ("sglang-0.5.19", "forwarded-transferred", 200), ("sglang-0.5.20", "retired-after-forward", 400),
+        ("sglang-0.5.21", "rejected-at-door", 400)]
+    assert resolve_build("0.5.19").builds == "0.5.11–0.5.19" and "prefill.py" in resolve_build("0.5.19").evidence
+    p = resolve_build("kvir-proposal").policy()
+    assert not p.is_build and p.kernel_checks_ownership and p.decode_checks_token_count
     with pytest.raises(KvirError, match="unknown build"):
         resolve_build("nightly")
 
@@ -48,7 +52,7 @@ def test_api_shapes_and_errors():
         c = httpx.Client(base_url=srv.url, timeout=30)
         info = c.get("/get_server_info").json()
         assert (info["max_total_num_tokens"], info["context_length"], info["max_req_input_len"]) == (512, 1024, 506)
-        assert c.get("/server_info").json()["version"] == "0.5.21+kvir.replay"
+        assert c.get("/server_info").json()["version"] == "0.5.20+kvir.replay"     # fixed: the first fixed build
         assert c.get("/v1/models").json()["data"][0]["max_model_len"] == 1024
         assert c.get("/health").status_code == 200
         assert c.post("/tokenize", json={"prompt": "hello"}).json()["count"] == 6

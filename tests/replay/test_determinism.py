@@ -6,6 +6,7 @@ import torch
 
 from kvir.replay.attribution import replay_target
 from kvir.replay.models import TinyTransformer, TransformerConfig
+from kvir.replay.policy import policy_for
 from kvir.replay.request import ReplayRequest
 
 from .helpers import small_engine
@@ -21,18 +22,20 @@ def _scenario(model=None):
             e.finish(f"h{i - 1}")
     for i in range(0, 8, 2):
         e.finish(f"h{i + 1}")
-    res = replay_target(e, ReplayRequest("victim", 700, 9, account="v", decode_steps=8))
+    res = replay_target(e, ReplayRequest("victim", 700, 9, account="v", decode_steps=8), policy_for("0.5.19"),
+                        [policy_for("0.5.20"), policy_for("0.5.21")])
     return e, res
 
 
 def _fingerprint(e, res):
     n = e.decode_node
-    return (res.unpatched.tokens, [(o.uid, o.tokens, o.first_token, o.last_token, o.attention_mass, o.epochs)
-                                   for o in res.unpatched.owners],
-            [(s.step, s.token, s.top_index, s.top_writer, sorted(s.mass.items())) for s in res.unpatched.steps],
-            [(c.owner, c.slots, c.changed_tokens) for c in res.causal], res.patched.http_status,
+    return (res.main.tokens, [(o.uid, o.tokens, o.first_token, o.last_token, o.attention_mass, o.epochs, o.carried)
+                              for o in res.main.owners],
+            [(s.step, s.token, s.top_index, s.top_writer, sorted(s.mass.items())) for s in res.main.steps],
+            [(c.owner, c.slots, c.changed_tokens) for c in res.causal],
+            sorted((k, o.http_status, o.stage) for k, o in res.outcomes.items()),
             n.pool.k.numpy().tobytes(), n.pool.v.numpy().tobytes(), n.pool.slot_stamp.numpy().tobytes(),
-            n.ledger.writer.tobytes(), n.ledger.pos.tobytes(), n.ledger.token.tobytes(), n.ledger.step.tobytes(),
+            n.ledger.writer.tobytes(), n.ledger.carried.tobytes(), n.ledger.pos.tobytes(), n.ledger.token.tobytes(), n.ledger.step.tobytes(),
             {k: v[: n.ledger.n_epochs].tobytes() for k, v in n.ledger.ep.items()}, e.registry.rids)
 
 

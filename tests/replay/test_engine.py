@@ -1,4 +1,6 @@
-"""The engine's admission path step by step (research/sglang.md §2), both policies, and its invariants.
+"""The engine's admission path step by step, per build (kvir.rules.builds: sglang-0.5.19 transfers the stub's
+page, sglang-0.5.20 retires it after its forward, sglang-0.5.21 rejects it at the door) and kvir's proposal,
+and its invariants.
 
 Limits used here, worked out by hand: prefill pool 640, context 4096 ->
     max_req_input_len = min(4096 - 1, 640 - 1) - 5 = 634   (refused when len >= 634)
@@ -14,7 +16,9 @@ from kvir.replay.attribution import replay_target
 from kvir.replay.config import EngineConfig, NodeLimits
 from kvir.replay.engine import PDEngine
 from kvir.replay.models import RecallModel
-from kvir.replay.policy import PatchedPolicy, Policy, UnpatchedPolicy
+from dataclasses import replace
+
+from kvir.replay.policy import KVIR_PROPOSAL, policy_for
 from kvir.replay.request import ReplayRequest
 
 from .helpers import small_engine
@@ -30,27 +34,33 @@ def test_limits_formula():
     assert NodeLimits(2_097_152, 1_048_576, 64).max_req_input_len == 1_048_570
 
 
-@pytest.mark.parametrize("L, unpatched, patched, prefill_tokens, stage", [
-    (633, 200, 200, 633, "served"),              # max_req_input_len - 1: fits, computed in full
-    (634, 200, 400, 1, "prefill-validate"),      # exactly the limit: refused (>=), the placeholder path
-    (635, 200, 400, 1, "prefill-validate"),      # limit + 1
-    (640, 200, 400, 1, "prefill-validate"),      # at the pool
-    (641, 200, 400, 1, "prefill-validate"),      # over the pool: bootstrap admission still passes (1 token)
-    (4089, 200, 400, 1, "prefill-validate"),     # just under the decode node's own limit
-])
-def test_admission_boundaries(L, unpatched, patched, prefill_tokens, stage):
+LEAK, RETIRE, DOOR = policy_for("0.5.19"), policy_for("0.5.20"), policy_for("0.5.21")
+# what each policy does with a prompt of max_req_input_len (634) or more: (HTTP status, stage, prefill tokens,
+# pages transferred), from builds.toml [[over_long_pd]] and the proposal's definition
+OVER = {LEAK.name: (200, "served", 1, 1), RETIRE.name: (400, "prefill-retired-after-forward", 1, None),
+        DOOR.name: (400, "prefill-door", None, None), KVIR_PROPOSAL.name: (400, "bootstrap", None, None)}
+
+
+@pytest.mark.parametrize("L", [633, 634, 635, 640, 641, 4089])
+@pytest.mark.parametrize("policy", [LEAK, RETIRE, DOOR, KVIR_PROPOSAL], ids=lambda p: p.name)
+def test_admission_boundaries(L, policy):
+    """633 = max_req_input_len - 1 fits and is computed in full on every build; 634 (the limit: `>=`), 635,
+    640 (the pool), 641 (over the pool: the door's `> pool` check sees the 1-token stub and passes it) and
+    4089 (under decode's own limit) take each build's over-long path."""
     e = eng()
     e.check_every_step = True
-    with e.counterfactual():
-        p = e.run(ReplayRequest("r", L, 4), PatchedPolicy())
-    u = e.run(ReplayRequest("r", L, 4), UnpatchedPolicy())
-    assert (u.http_status, p.http_status) == (unpatched, patched)
-    assert u.prefill_tokens == prefill_tokens and u.transferred_tokens == prefill_tokens
-    assert u.decode_seq_len == L + 1 and len(u.tokens) == 4
-    assert p.stage == stage
-    if patched == 400:
-        assert p.reason.startswith(f"Input length ({L} tokens) exceeds the maximum allowed length (634 tokens)")
-        assert p.tokens == [] and p.transferred_tokens is None
+    out = e.run(ReplayRequest("r", L, 4), policy)
+    if L == 633:
+        assert (out.http_status, out.stage, out.prefill_tokens, out.transferred_pages) == (200, "served", 633, 40)
+        assert len(out.tokens) == 4
+    else:
+        status, stage, pre, pages = OVER[policy.name]
+        assert (out.http_status, out.stage, out.prefill_tokens, out.transferred_pages) == (status, stage, pre, pages)
+        if status == 200:
+            assert out.decode_seq_len == L + 1 and len(out.tokens) == 4
+        else:
+            assert out.tokens == []
+            assert f"Input length ({L} tokens) exceeds the maximum allowed length (634 tokens)" in out.reason
     e.check_integrity()
 
 
@@ -62,9 +72,8 @@ def test_admission_boundaries(L, unpatched, patched, prefill_tokens, stage):
 ])
 def test_context_boundary_refused_by_both(L, stage):
     e = eng()
-    u = e.run(ReplayRequest("r", L, 4), UnpatchedPolicy())
-    p = e.run(ReplayRequest("r", L, 4), PatchedPolicy())
-    assert u.http_status == p.http_status == 400 and u.stage == p.stage == stage
+    outs = [e.run(ReplayRequest("r", L, 4), p) for p in (LEAK, RETIRE, DOOR, KVIR_PROPOSAL)]
+    assert {(o.http_status, o.stage) for o in outs} == {(400, stage)}
 
 
 def test_prompt_over_the_decode_pool():
@@ -74,37 +83,38 @@ def test_prompt_over_the_decode_pool():
     assert e.run(ReplayRequest("c", 2041, 2)).http_status == 200                       # placeholder, served
 
 
-def test_each_fix_alone():
-    """The decode-side token-count check alone refuses the placeholder; the patched kernel alone serves it
-    but reads nothing it does not own."""
-    base = dict(reject_before_bootstrap=False, bootstrap_checks_input_limit=False)
-    count_only = Policy("token-count", decode_checks_token_count=True, kernel_checks_ownership=False, **base)
-    kernel_only = Policy("kernel", decode_checks_token_count=False, kernel_checks_ownership=True, **base)
-    boot_only = Policy("bootstrap", reject_before_bootstrap=False, bootstrap_checks_input_limit=True,
-                       decode_checks_token_count=False, kernel_checks_ownership=False)
+def test_each_part_of_kvirs_proposal_alone():
+    """kvir's proposal, part by part, on top of the leaking builds' path: the decode-side token-count check
+    alone refuses the stub; the owner-checking kernel alone serves it but reads nothing it does not own."""
+    count_only = replace(KVIR_PROPOSAL, name="kvir-token-count", over_long="forwarded-transferred", http_status=200,
+                         kernel_checks_ownership=False)
+    kernel_only = replace(KVIR_PROPOSAL, name="kvir-kernel", over_long="forwarded-transferred", http_status=200,
+                          decode_checks_token_count=False)
     e2 = small_engine(prefill_pool=640, decode_pool=1024, context=4096, page=16)        # force page reuse
     e2.run(ReplayRequest("writer", 600, 30, account="w", decode_steps=0))
     e2.run(ReplayRequest("w2", 400, 3, account="w", decode_steps=0))
     out = e2.run(ReplayRequest("v", 700, 6), count_only)
     assert (out.http_status, out.stage) == (400, "decode-token-count")
-    assert e2.run(ReplayRequest("v2", 700, 6), boot_only).stage == "bootstrap"
+    assert e2.run(ReplayRequest("v2", 700, 6), KVIR_PROPOSAL).stage == "bootstrap"
     k = e2.start(ReplayRequest("v3", 700, 6), kernel_only, attribution=True)
     assert k.http_status == 200 and k.owners and all(o.attention_mass == 0.0 for o in k.owners)
     assert k.uninitialised_mass == 0.0 and k.self_mass == pytest.approx(1.0)
     e2.finish("v3")
-    u = e2.run(ReplayRequest("v4", 700, 6), UnpatchedPolicy(), attribution=True)
+    u = e2.run(ReplayRequest("v4", 700, 6), LEAK, attribution=True)
     assert sum(o.attention_mass for o in u.owners) > 0.99
 
 
 def test_auto_truncate():
-    """--allow-auto-truncate: the prefill computes max_req_input_len tokens; the decode side still
-    pre-allocated the full prompt, so unpatched decodes over stale slots and patched refuses the count."""
+    """--allow-auto-truncate: validate_input_length truncates instead of aborting (every build), the prefill
+    computes max_req_input_len tokens and every build serves them while decode pre-allocated the full prompt;
+    kvir's proposal refuses the short token count."""
     lim = NodeLimits(640, 4096, 16, allow_auto_truncate=True)
     e = PDEngine(EngineConfig(prefill=lim, decode=NodeLimits(8192, 4096, 16)), RecallModel())
-    u = e.run(ReplayRequest("t", 700, 3), UnpatchedPolicy())
-    assert (u.http_status, u.prefill_tokens) == (200, 634)
-    p = e.run(ReplayRequest("t2", 700, 3), PatchedPolicy())
-    assert (p.http_status, p.stage) == (400, "decode-token-count")
+    for i, p in enumerate((LEAK, RETIRE, DOOR)):
+        u = e.run(ReplayRequest(f"t{i}", 700, 3), p)
+        assert (u.http_status, u.prefill_tokens, u.transferred_pages) == (200, 634, 40)
+    k = e.run(ReplayRequest("t9", 700, 3), KVIR_PROPOSAL)
+    assert (k.http_status, k.stage) == (400, "decode-token-count")
 
 
 def test_batched_transfer_lands_the_same_bytes():
@@ -165,15 +175,15 @@ def test_random_workload_keeps_every_invariant_and_counterfactuals_leave_no_trac
             if rng.random() < 0.3:
                 before = _state(e)
                 with e.counterfactual():
-                    e.start(req, PatchedPolicy() if rng.random() < 0.5 else UnpatchedPolicy(), attribution=True)
+                    e.start(req, [LEAK, RETIRE, DOOR, KVIR_PROPOSAL][int(rng.integers(4))], attribution=True)
                 assert _same(before, _state(e)), f"step {i}: the counterfactual left a trace"
             out = e.start(req)
             if out.http_status == 200:
                 live.append(req.rid)
         e.check_integrity()
-    # a whole target replay (patched, attributed probe, causal checks, production run) keeps them too
-    res = replay_target(e, ReplayRequest("target", 900, 6, account="t", decode_steps=5))
-    assert res.unpatched.http_status == 200 and res.patched.http_status == 400
+    # a whole target replay (other builds, attributed probe, causal checks, production run) keeps them too
+    res = replay_target(e, ReplayRequest("target", 900, 6, account="t", decode_steps=5), LEAK, [RETIRE, DOOR])
+    assert [res.outcomes[p.name].http_status for p in (LEAK, RETIRE, DOOR)] == [200, 400, 400]
     e.check_integrity()
 
 

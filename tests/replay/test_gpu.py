@@ -15,6 +15,7 @@ pytest.importorskip("triton", reason="triton is not installed: pip install 'kvir
 
 from kvir.replay.attribution import replay_target  # noqa: E402
 from kvir.replay.kernels import OwnerCheck, paged_decode_attention  # noqa: E402
+from kvir.replay.policy import policy_for  # noqa: E402
 from kvir.replay.reference import dense_reference, dense_same_dtype, error_ratio_ok  # noqa: E402
 from kvir.replay.request import ReplayRequest  # noqa: E402
 
@@ -57,10 +58,10 @@ def _attributed(device: str):
     e = small_engine(prefill_pool=640, decode_pool=1024, context=4096, page=16, device=device)
     e.run(A)
     e.run(C)
-    res = replay_target(e, V, causal_top=2)
-    return ([(e.registry.rid(o.uid), o.tokens, o.first_token, o.last_token) for o in res.unpatched.owners],
-            res.unpatched.tokens, [(c.slots, c.changed_tokens) for c in res.causal],
-            res.unpatched.owners[0].attention_mass, res.patched.http_status)
+    res = replay_target(e, V, policy_for("0.5.19"), [policy_for("0.5.20")], causal_top=2)
+    return ([(e.registry.rid(o.uid), o.tokens, o.first_token, o.last_token) for o in res.main.owners],
+            res.main.tokens, [(c.slots, c.changed_tokens) for c in res.causal],
+            res.main.owners[0].attention_mass, res.outcomes["sglang-0.5.20"].http_status)
 
 
 def test_engine_on_cuda_equals_cpu_and_is_deterministic():
@@ -79,7 +80,7 @@ def test_replay_case_on_cuda_equals_cpu(tmp_path):
     cpu = replay_case(case_dir, device="cpu").results
     gpu = replay_case(case_dir, device="cuda").results
     assert gpu.device.str.startswith("cuda").all()
-    for col in ("verdict", "unpatched_status", "patched_status", "leaked_tokens", "recalled_tokens"):
+    for col in ("build", "verdict", "http_status", "stage", "leaked_tokens", "carried_tokens", "recalled_tokens"):
         assert gpu[col].tolist() == cpu[col].tolist(), col
     assert [[o["request_id"] for o in x] for x in gpu.foreign_owners] == [[o["request_id"] for o in x] for x in cpu.foreign_owners]
 
@@ -91,8 +92,9 @@ def test_full_size_on_cuda():
 
     cfg = EngineConfig(prefill=NodeLimits(681_280, 1_048_576, 64), decode=NodeLimits(2_097_152, 1_048_576, 64))
     e = PDEngine(cfg, RecallModel(), device="cuda")
-    for i in range(3):
-        e.run(ReplayRequest(f"big-{i}", 681_000, 30, account=f"a{i}", decode_steps=0))
-    res = replay_target(e, ReplayRequest("victim", 900_000, 9, account="v", decode_steps=8), causal_top=1)
-    assert (res.unpatched.http_status, res.patched.http_status) == (200, 400)
-    assert e.registry.rid(res.unpatched.owners[0].uid) == "big-0" and res.causal[0].changed_tokens == 8
+    for i, n in enumerate((681_000, 681_000, 681_273)):      # see test_full_size.py: the stub reuses big-2's page
+        e.run(ReplayRequest(f"big-{i}", n, 30, account=f"a{i}", decode_steps=0))
+    res = replay_target(e, ReplayRequest("victim", 900_000, 9, account="v", decode_steps=8), policy_for("0.5.19"),
+                        [policy_for("0.5.20")], causal_top=1)
+    assert (res.main.http_status, res.outcomes["sglang-0.5.20"].http_status) == (200, 400)
+    assert e.registry.rid(res.main.owners[0].uid) == "big-2" and res.causal[0].changed_tokens == 8

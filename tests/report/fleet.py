@@ -276,21 +276,28 @@ def add_audit_rows(con) -> None:
 
 
 def add_replay_rows(con) -> None:
-    con.execute("""CREATE OR REPLACE TABLE replay_results (request_id VARCHAR, account_id VARCHAR,
-        prefill_node VARCHAR, decode_node VARCHAR, prompt_tokens BIGINT, verdict VARCHAR, unpatched_status INTEGER,
-        patched_status INTEGER,
+    # one row per request and build (replay/results.py): the build the node ran, and the first fixed build
+    con.execute("""CREATE OR REPLACE TABLE replay_results (request_id VARCHAR, build VARCHAR, build_role VARCHAR,
+        first_fixed BOOLEAN, account_id VARCHAR, prefill_node VARCHAR, decode_node VARCHAR, prompt_tokens BIGINT,
+        verdict VARCHAR, http_status INTEGER, stage VARCHAR,
         foreign_owners STRUCT(request_id VARCHAR, account_id VARCHAR, tokens BIGINT, first_token BIGINT,
                               last_token BIGINT, attention_mass DOUBLE)[],
         uninitialised_mass DOUBLE, leaked_tokens BIGINT, scale DOUBLE, assumptions VARCHAR, device VARCHAR, seed BIGINT)""")
     con.execute("""INSERT INTO replay_results VALUES
-        ('r01', 'acct_alpha', 'prefill-0', 'decode-0', 700000, 'exposed', 200, 400,
+        ('r01', 'sglang-0.5.19', 'incident', false, 'acct_alpha', 'prefill-0', 'decode-0', 700000, 'exposed', 200, 'served',
          [{'request_id': 'r11', 'account_id': 'acct_gamma', 'tokens': 64, 'first_token': 0, 'last_token': 63, 'attention_mass': 0.4}],
          0.1, 64, 0.001, 'scaled 1:1000', 'cpu', 7),
-        ('r03', 'acct_beta', 'prefill-0', 'decode-1', 900000, 'exposed', 200, 400,
+        ('r01', 'sglang-0.5.20', 'compared', true, 'acct_alpha', 'prefill-0', 'decode-0', 700000, 'rejected', 400,
+         'prefill-retired-after-forward', [], NULL, 0, 0.001, 'scaled 1:1000', 'cpu', 7),
+        ('r03', 'sglang-0.5.19', 'incident', false, 'acct_beta', 'prefill-0', 'decode-1', 900000, 'exposed', 200, 'served',
          [{'request_id': 'r02', 'account_id': 'acct_alpha', 'tokens': 32, 'first_token': 0, 'last_token': 31, 'attention_mass': 0.2}],
          0.0, 32, 0.001, 'scaled 1:1000', 'cpu', 7),
-        ('r04', 'acct_alpha', 'prefill-1', 'decode-1', 1000000, 'not-reproduced', 200, 400, [], 0.0, 0, 0.001,
-         'scaled 1:1000', 'cpu', 7)""")
+        ('r03', 'sglang-0.5.20', 'compared', true, 'acct_beta', 'prefill-0', 'decode-1', 900000, 'rejected', 400,
+         'prefill-retired-after-forward', [], NULL, 0, 0.001, 'scaled 1:1000', 'cpu', 7),
+        ('r04', 'sglang-0.5.19', 'incident', false, 'acct_alpha', 'prefill-1', 'decode-1', 1000000, 'not-reproduced', 200,
+         'served', [], 0.0, 0, 0.001, 'scaled 1:1000', 'cpu', 7),
+        ('r04', 'sglang-0.5.20', 'compared', true, 'acct_alpha', 'prefill-1', 'decode-1', 1000000, 'rejected', 400,
+         'prefill-retired-after-forward', [], NULL, 0, 0.001, 'scaled 1:1000', 'cpu', 7)""")
     con.execute("""CREATE OR REPLACE TABLE replay_exposure (source_account_id VARCHAR, source_request_id VARCHAR,
         reader_request_id VARCHAR, reader_account_id VARCHAR, tokens BIGINT, attention_mass DOUBLE)""")
     con.execute("""INSERT INTO replay_exposure VALUES ('acct_gamma', 'r11', 'r01', 'acct_alpha', 64, 0.4),

@@ -53,7 +53,11 @@ def test_csaf_advisory_facts(rendered):
     assert v["cwe"] == {"id": "CWE-488", "name": "Exposure of Data Element to Wrong Session"}
     assert v["product_status"] == {"known_affected": ["CSAFPID-0001"], "fixed": ["CSAFPID-0002"]}
     names = json.dumps(doc["product_tree"])
-    assert "vers:pypi/<0.5.22" in names and "pkg:pypi/sglang@0.5.22" in names
+    # the spec sets no fixed_version: the build table's, the first build whose code never transfers the
+    # over-long stub (0.5.20, toolkit/rules/builds.toml), not the provider's statement (0.5.22)
+    assert "vers:pypi/<0.5.20" in names and "pkg:pypi/sglang@0.5.20" in names
+    fix = next(r["details"] for r in v["remediations"] if r["category"] == "vendor_fix")
+    assert "0.5.20 is the first build that never transfers" in fix and "says 0.5.22 or later" in fix
     assert {r["category"] for r in v["remediations"]} == {"vendor_fix", "workaround"}
     assert doc["document"]["acknowledgments"][0]["names"] == ["A. Researcher"]
     assert list(doc) == sorted(doc)   # keys sorted (CSAF: SHOULD)
@@ -89,7 +93,8 @@ def test_osv_official_schema_and_range(rendered, shared_schemas):
     assert osv_schema() == official          # the copy kvir ships is the official file
     aff = doc["affected"][0]
     assert aff["package"] == {"ecosystem": "PyPI", "name": "sglang", "purl": "pkg:pypi/sglang"}
-    assert aff["ranges"] == [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "0.5.22"}]}]
+    assert aff["ranges"] == [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "0.5.20"}]}]
+    assert "the provider's public statement says 0.5.22 or later" in doc["details"]
     assert doc["id"] == "x_KVIR-2026-0001" and doc["credits"][0] == {"name": "A. Researcher", "type": "REPORTER"}
 
 
@@ -102,7 +107,7 @@ def test_cve_container_official_schema(rendered, shared_schemas):
     assert [e.message for e in Draft7Validator(official).iter_errors(doc)] == []
     CveRecord.validate(doc)
     v = doc["affected"][0]["versions"][0]
-    assert v == {"version": "0", "lessThan": "0.5.22", "status": "affected", "versionType": "python"}
+    assert v == {"version": "0", "lessThan": "0.5.20", "status": "affected", "versionType": "python"}
     assert doc["problemTypes"][0]["descriptions"][0]["cweId"] == "CWE-488"
     times = [t["time"] for t in doc["timeline"]]
     assert times == sorted(times) and "2026-09-08T09:00:00Z" in times
@@ -218,3 +223,18 @@ def test_the_validators_are_default_dependencies():
     plain = {r.split(";")[0].split(">")[0].split("=")[0].strip().lower() for r in requires("kvir") or []
              if "extra ==" not in r}
     assert {"csaf", "cvelib", "jsonschema"} <= plain
+
+
+def test_the_spec_overrides_the_fixed_version_and_both_sources_are_quoted():
+    from kvir.report.disclosure import parse_disclosure
+
+    d = parse_disclosure({}, "X")
+    assert (d.fixed_version, d.fixed_version_from_spec) == ("0.5.20", False)
+    assert d.fixed_note.startswith("This document uses 0.5.20, the first fixed build in the code.")
+    assert "0.5.21 the first that rejects it at the bootstrap door" in d.fixed_note
+    assert "every build up to 0.5.19 transfers it" in d.fixed_note
+    s = parse_disclosure({"fixed_version": "0.5.22"}, "X")
+    assert (s.fixed_version, s.fixed_version_from_spec) == ("0.5.22", True)
+    assert s.fixed_note.startswith("This document uses 0.5.22, set in the incident spec.")
+    assert "In the published sglang wheels, 0.5.20 is the first build" in s.fixed_note
+    assert parse_disclosure({"engine": "vllm", "fixed_version": "0.9.0"}, "X").fixed_note == ""

@@ -193,4 +193,4 @@ for (const file of files) {
 
 const out = runs.length === 1 ? runs[0] : runs
 console.log(flags.has('--compact') ? JSON.stringify(out) : JSON.stringify(out, null, 2))
-process.exit(worst)
+process.exitCode = worst   // not process.exit(): a pipe would lose what stdout has not flushed (64 KiB)

@@ -140,4 +140,4 @@ for (const [n, file] of files.entries()) {
 }
 const result = runs.length === 1 ? runs[0] : runs
 console.log(flags.has('--compact') ? JSON.stringify(result) : JSON.stringify(result, null, 2))
-process.exit(worst)
+process.exitCode = worst   // not process.exit(): a pipe would lose what stdout has not flushed (64 KiB)

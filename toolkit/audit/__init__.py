@@ -106,14 +106,17 @@ def _record_manifest(case, plans, inventory, seconds: float) -> None:
 
 
 def load_node_configs(case, paths: list[str | Path], *, inventory: str | Path | Inventory | None = None,
-                      source_tz: str | None = None, year: int | None = None, reporter=None) -> AuditResult:
+                      source_tz: str | None = None, year: int | None = None, reporter=None,
+                      require_clock: bool = True) -> AuditResult:
     """Parse start-up logs into an open case's node_configs (plus findings, runtime_indicators,
-    node_exposure). The caller saves the manifest (triage does); the inputs are recorded in it."""
+    node_exposure). The caller saves the manifest (triage does); the inputs are recorded in it.
+    require_clock (kvir triage --startup, which joins start-up times with request times): host-local times
+    need a zone (and vLLM's a year), refused otherwise; the audit itself needs no clock."""
     from kvir.audit.core import run_audit
 
     t0 = time.perf_counter()
     plans = run_audit(case.con, list(paths), inventory=inventory, source_tz=source_tz, year=year, log=case.log,
-                      reporter=reporter)
+                      reporter=reporter, require_clock=require_clock)
     seconds = time.perf_counter() - t0
     _record_manifest(case, plans, inventory, seconds)
     return _collect(case.con, plans, seconds, case.path)
@@ -152,7 +155,7 @@ def _audit(paths, inventory, case, source_tz, *, year, progress) -> AuditResult:
     try:
         with reporter.session():
             result = load_node_configs(c, paths, inventory=inventory, source_tz=source_tz, year=year,
-                                       reporter=reporter if progress else None)
+                                       reporter=reporter if progress else None, require_clock=False)
         c.save_manifest()
         _export(c)
         if own:

@@ -30,11 +30,14 @@ from kvir.ingest.lines import DEFAULT_MAX_LINE_BYTES, head_lines, iter_line_batc
 from kvir.core.sql import QueryLog, load, run
 from kvir.core.timezones import SourceTz, parse_source_tz
 from kvir.audit.inventory import Inventory, InventoryNode, load_inventory
-from kvir.audit.rules import FIXED_SGLANG, RULES, VLLM_DEFAULT_BLOCK_SIZE
+from kvir.audit.builds import field_names, fill_builds
+from kvir.audit.rules import RULES, VLLM_DEFAULT_BLOCK_SIZE, rule_params
+from kvir.audit.server_info import COLUMNS as SERVER_INFO_COLUMNS, read_server_info, server_info_row
 from kvir.core.files import node_from_path, role_from_name, sha256_file
 
-DERIVE_QUERIES = ("audit/files", "audit/node_configs", "audit/runtime_indicators", "audit/findings",
-                  "audit/node_exposure", "audit/problems")
+# node_configs, then each start's build (kvir.audit.builds, in Python over the starts), then the rest
+FIRST_QUERIES = ("audit/files", "audit/node_configs")
+DERIVE_QUERIES = ("audit/runtime_indicators", "audit/findings", "audit/node_exposure", "audit/problems")
 _CRI = re.compile(r"^\d{4}-\d{2}-\d{2}T\S+\s+(?:stdout|stderr)\s+[FP]\s")
 
 
@@ -55,6 +58,7 @@ class FilePlan:
     file_role: str | None
     skipped: str | None = None
     cri: bool = False
+    server_info: dict | None = None        # a /server_info JSON snapshot (read whole, not as lines)
 
 
 # ----------------------------------------------------------------------------------------------- planning
@@ -72,13 +76,13 @@ def resolve_files(paths: list[str | Path]) -> list[tuple[Path, str | None]]:
 
 
 
-def _sniff_skip(path: Path) -> tuple[str | None, bool]:
-    """(why the file is not a text log, or None; whether it is a CRI container log)."""
+def _sniff_skip(path: Path) -> tuple[str | None, bool, dict | None]:
+    """(why the file is not read, or None; whether it is a CRI container log; a /server_info object)."""
     try:
         with open(path, "rb") as f:
             magic = f.read(4)
         if magic == b"PAR1":
-            return "Parquet file (not a text log): not read", False
+            return "Parquet file (not a text log): not read", False, None
         head = head_lines(path, max_lines=20, max_bytes=1 << 16)
     except PermissionError:
         raise InputError("cannot read: permission denied", path=str(path)) from None
@@ -87,9 +91,13 @@ def _sniff_skip(path: Path) -> tuple[str | None, bool]:
     except EOFError:
         raise InputError("truncated compressed file", path=str(path)) from None
     first = next((x.strip() for x in head if x.strip()), "")
+    if first.startswith("{"):
+        doc = read_server_info(path)
+        if doc is not None:
+            return None, False, doc
     if first.startswith("{") or first == "[" or first.startswith(("[{", '["')):
-        return "JSON records (a request log, not engine stdout): not read", False
-    return None, bool(_CRI.match(first))
+        return "JSON records (a request log, not engine stdout or a /server_info snapshot): not read", False, None
+    return None, bool(_CRI.match(first)), None
 
 
 def plan_files(paths: list[str | Path], inventory: Inventory | None, source_tz: str | None,
@@ -110,7 +118,7 @@ def plan_files(paths: list[str | Path], inventory: Inventory | None, source_tz: 
         tz, tz_text = cli_tz, source_tz
         if tz is None and inv_tz:
             tz, tz_text = parse_source_tz(inv_tz), inv_tz
-        skipped, cri = (unreadable, False) if unreadable else _sniff_skip(f)
+        skipped, cri, info = (unreadable, False, None) if unreadable else _sniff_skip(f)
         file_node, how = node_from_path(f)
         try:   # a special file (a FIFO) is never opened: no size, no digest
             size = f.stat().st_size if not unreadable else 0
@@ -121,7 +129,7 @@ def plan_files(paths: list[str | Path], inventory: Inventory | None, source_tz: 
             file_id=i, path=f, label=str(f), size_bytes=size, sha256=digest, tz=tz, tz_text=tz_text,
             year=year or inv_year, node=node, match=m.how if m else None,
             file_node=file_node, file_node_source=how, file_role=role_from_name(file_node) or role_from_name(f.name),
-            skipped=skipped, cri=cri))
+            skipped=skipped, cri=cri, server_info=info))
     return plans
 
 
@@ -225,15 +233,15 @@ def parse_files(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], log: Quer
             pass
     if stream.too_long:
         _insert_rows(con, "audit_too_long", ["file_id", "line_no", "line_bytes"], stream.too_long[:10000])
-    _refuse_unusable_times(con, plans)
     return stream.counts
 
 
-def _refuse_unusable_times(con: duckdb.DuckDBPyConnection, plans: list[FilePlan]) -> None:
-    """Host-local times need a zone (and vLLM's a year): refuse rather than guess, naming the file."""
-    rows = con.execute("SELECT file_id, min(line_no) FILTER (WHERE ts_problem LIKE 'naive timestamp%'), "
+def refuse_unusable_times(con: duckdb.DuckDBPyConnection, plans: list[FilePlan]) -> None:
+    """Where start-up times are joined with request times (kvir triage --startup), host-local times need a
+    zone (and vLLM's a year): refuse rather than guess, naming the file. The audit alone never needs this."""
+    rows = con.execute("SELECT file_id, min(line_no) FILTER (WHERE zone_unknown), "
                        "min(line_no) FILTER (WHERE ts_problem LIKE 'vLLM time without a year%') "
-                       "FROM audit_parsed WHERE ts_problem IS NOT NULL GROUP BY file_id ORDER BY file_id").fetchall()
+                       "FROM audit_lines WHERE zone_unknown OR ts_problem IS NOT NULL GROUP BY file_id ORDER BY file_id").fetchall()
     by_id = {p.file_id: p for p in plans}
     for fid, naive, no_year in rows:
         plan = by_id.get(fid)
@@ -243,7 +251,8 @@ def _refuse_unusable_times(con: duckdb.DuckDBPyConnection, plans: list[FilePlan]
         if naive is not None:
             raise InputError("start-up log times are host-local (no offset) and no source time zone was given",
                              path=plan.label, line=naive,
-                             hint=f"pass --source-tz (an IANA name such as America/Chicago, or +02:00) or set source_tz for {where}")
+                             hint=f"kvir triage --startup joins them with request times: pass --source-tz (an IANA name "
+                                  f"such as America/Chicago, or +02:00) or set source_tz for {where}")
         if no_year is not None:
             raise InputError("vLLM log times carry no year", path=plan.label, line=no_year,
                              hint=f"pass --year or set year for {where}")
@@ -252,7 +261,7 @@ def _refuse_unusable_times(con: duckdb.DuckDBPyConnection, plans: list[FilePlan]
 _FILE_MAP_COLUMNS = ["file_id", "path", "size_bytes", "sha256", "skipped", "lines_read", "too_long", "inv_node",
                      "inv_match", "inv_role", "inv_version", "inv_engine", "inv_deployment", "inv_env_deferred",
                      "inv_env_batch_cap", "inv_advertised_context", "inv_block_size", "file_node", "file_node_source",
-                     "file_role", "source_tz", "year"]
+                     "file_role", "source_tz", "year", "input_kind"]
 
 
 def _insert_file_map(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], counts: dict[int, _Counts]) -> None:
@@ -266,8 +275,12 @@ def _insert_file_map(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], coun
                      n.env.get("SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE") if n else None,
                      n.env.get("SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES") if n else None,
                      n.advertised_context if n else None, n.block_size if n else None,
-                     p.file_node, p.file_node_source, p.file_role, p.tz_text, p.year))
+                     p.file_node, p.file_node_source, p.file_role, p.tz_text, p.year,
+                     "server_info" if p.server_info is not None else "log"))
     _insert_rows(con, "audit_file_map", _FILE_MAP_COLUMNS, rows)
+    infos = [server_info_row(p.file_id, p.server_info) for p in plans if p.server_info is not None]
+    if infos:
+        _insert_rows(con, "audit_server_info", SERVER_INFO_COLUMNS, infos)
 
 
 def _insert_rules(con: duckdb.DuckDBPyConnection) -> None:
@@ -284,15 +297,17 @@ def _empty_parsed(con: duckdb.DuckDBPyConnection, log: QueryLog) -> None:
 
 
 def run_audit(con: duckdb.DuckDBPyConnection, paths: list[str | Path], *, inventory: str | Path | Inventory | None,
-              source_tz: str | None, year: int | None, log: QueryLog, reporter=None) -> list[FilePlan]:
-    """Parse every file and derive the audit tables on `con` (macros.sql already loaded)."""
+              source_tz: str | None, year: int | None, log: QueryLog, reporter=None,
+              require_clock: bool = False) -> list[FilePlan]:
+    """Parse every file and derive the audit tables on `con` (macros.sql already loaded). require_clock:
+    refuse host-local times without a zone (kvir triage --startup joins them with request times)."""
     inv = inventory if isinstance(inventory, Inventory) or inventory is None else load_inventory(inventory)
     plans = plan_files(paths, inv, source_tz, year)
     run(con, "audit/macros", log=log)
     run(con, "audit/create_tables", log=log)
     _insert_rules(con)
     counts: dict[int, _Counts] = {}
-    readable = [p for p in plans if p.skipped is None]
+    readable = [p for p in plans if p.skipped is None and p.server_info is None]
     _write_settings(con, readable, DEFAULT_MAX_LINE_BYTES)
     groups = [(cri, [p for p in readable if p.cri == cri]) for cri in (False, True)]
     groups = [(cri, g) for cri, g in groups if g]
@@ -315,7 +330,12 @@ def run_audit(con: duckdb.DuckDBPyConnection, paths: list[str | Path], *, invent
     _insert_file_map(con, plans, counts)
     run(con, "audit/sequence", inputs={"parsed": "audit_parsed"}, log=log)
     con.execute("DROP TABLE IF EXISTS audit_parsed")
-    params = {"fixed_version": FIXED_SGLANG, "default_block_size": VLLM_DEFAULT_BLOCK_SIZE}
+    if require_clock:
+        refuse_unusable_times(con, plans)
+    params = {"default_block_size": VLLM_DEFAULT_BLOCK_SIZE, "build_fields": field_names(), **rule_params()}
+    for name in FIRST_QUERIES:
+        run(con, name, params, log=log)
+    fill_builds(con, log)
     for name in DERIVE_QUERIES:
         run(con, name, params, log=log)
     starts, indicators = con.execute(
@@ -323,5 +343,5 @@ def run_audit(con: duckdb.DuckDBPyConnection, paths: list[str | Path], *, invent
     if starts == 0 and indicators == 0:
         names = ", ".join(p.label for p in plans[:5]) + (" ..." if len(plans) > 5 else "")
         raise InputError(f"no recognisable start-up lines (SGLang max_total_num_tokens= / KV Cache is allocated / "
-                         f"server_args=, vLLM GPU KV cache size / # GPU blocks) in any input: {names}")
+                         f"server_args=, vLLM KV cache size / # GPU blocks, a /server_info JSON) in any input: {names}")
     return plans

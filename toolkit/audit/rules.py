@@ -8,14 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvir.rules.builds import TABLE as BUILDS
 from kvir.rules.trigger import FORMULA
 
 SEVERITIES = ("critical", "high", "medium", "low")
 SEVERITY_RANK = {s: len(SEVERITIES) - i for i, s in enumerate(SEVERITIES)}   # critical 4 ... low 1
 STATUSES = ("fail", "unknown")
-# SGLang release that ends intake-rejected requests before bootstrap/transfer (DESIGN.md §1;
-# research/sglang.md §2.2: PR #38935, released in 0.5.22 on 2026-10-19).
-FIXED_SGLANG = "0.5.22"
+# What each SGLang build does comes from kvir.rules.builds (builds.toml, read from the wheels): the first
+# build whose code never transfers the over-long stub, and the first that rejects it at the bootstrap door.
+FIXED_SGLANG = BUILDS.first_fixed
+DOOR_SGLANG = BUILDS.first_door_reject
+CHECKSUM_SGLANG = BUILDS.fields["disaggregation_enable_kv_checksum"].first
+CANARY_SGLANG = BUILDS.fields["kv_canary"].first
 # vLLM's default KV block size (tokens per block) when neither the log nor the inventory gives one.
 VLLM_DEFAULT_BLOCK_SIZE = 16
 
@@ -39,12 +43,13 @@ RULES: tuple[Rule, ...] = (
          "Lower --context-length to at most the KV pool, or raise the pool (--mem-fraction-static, more GPUs) "
          "above the context, restart, and check the new max_total_num_tokens line; never rely on proxy limits "
          "or engine rejection.",
-         "SGLang does not refuse to start when max_total_num_tokens < context_len: it silently clamps "
-         f"max_req_input_len = {FORMULA}. On a PD prefill node before the fix, a prompt "
-         "between that limit and the context becomes a 1-token placeholder while the decode side serves KV "
-         "pages nobody wrote (the incident). Critical on PD prefill nodes, high on decode nodes, medium on "
-         "non-PD nodes (they answer HTTP 400). vLLM: maximum concurrency below 1.00x. Status unknown when "
-         "the start-up log does not show both numbers."),
+         "SGLang does not refuse to start when max_total_num_tokens < context_len (only 0.5.23 warns: `KV pool "
+         f"holds N tokens, fewer than --context-length M`): it silently clamps max_req_input_len = {FORMULA}. "
+         f"On a PD prefill node of a build before {FIXED_SGLANG}, a prompt between that limit and the context "
+         "becomes a 1-token stub while the decode side serves KV pages nobody wrote (the incident). Critical on "
+         "PD prefill nodes (medium when the build is known not to transfer the stub: clients get HTTP 400), high "
+         "on decode nodes, medium on non-PD nodes (they answer HTTP 400). vLLM: maximum concurrency below 1.00x. "
+         "Status unknown when the start-up log does not show both numbers."),
     Rule("KVA002", "prefill-limit-below-decode-limit", "PD prefill node admits shorter prompts than its decode nodes",
          "high",
          "Give every prefill node a pool at least as large as the decode nodes' (or lower the deployment's "
@@ -60,27 +65,33 @@ RULES: tuple[Rule, ...] = (
          "The node's pool holds its own context, but that context is below the one the deployment "
          "advertises (the inventory's advertised_context, else the largest context of its deployment), so "
          "max_req_input_len sits below the one the advertised context gives."),
-    Rule("KVA004", "build-without-pd-abort-fix", "PD node runs an SGLang build older than the fix",
+    Rule("KVA004", "build-without-pd-abort-fix", "PD node runs an SGLang build that transfers the over-long stub",
          "high",
-         f"Upgrade the prefill and decode nodes to sglang >= {FIXED_SGLANG}, which ends intake-rejected "
-         "requests before bootstrap and KV transfer.",
-         "Builds before the fix swap an over-long prompt for a 1-token placeholder and still transfer it, "
-         "so decode commits a request whose KV was never written (sglang PR #38935). The version comes "
-         "from a version line in the log, else the inventory; unknown when neither names it."),
+         f"Upgrade the prefill and decode nodes to sglang >= {DOOR_SGLANG}, which rejects intake-rejected "
+         f"requests at the bootstrap door ({FIXED_SGLANG} already retires them after their forward, without a "
+         "transfer).",
+         f"Up to the build before {FIXED_SGLANG} the code swaps an over-long prompt for a 1-token stub, forwards it "
+         "and transfers its first KV page, so decode commits a request whose KV was never written "
+         f"(kvir.rules.builds: {BUILDS.policy_row(BUILDS.leaking_policy).evidence.text()}). SGLang prints no "
+         "version at start-up: the build comes from /server_info JSON given as input, a version line, the "
+         "inventory, else the range of builds the start-up log allows (the settings dump's shape and fields, "
+         "lines only later builds print); every finding names which. Unknown when none of these decides."),
     Rule("KVA005", "kv-checksum-off", "PD KV checksum not enabled",
          "medium",
-         "Start prefill and decode with --disaggregation-enable-kv-checksum and check for the "
-         "`PD KV checksum enabled` line.",
-         "With the checksum on, decode verifies a digest of the transferred KV and aborts a request whose "
-         "KV landed corrupted (for example an in-flight write into reused pages). Evidence: the PD KV "
-         "checksum line, else server_args disaggregation_enable_kv_checksum; unknown when neither is logged."),
+         f"Start prefill and decode on sglang >= {CHECKSUM_SGLANG} with --disaggregation-enable-kv-checksum "
+         "(both sides) and check disaggregation_enable_kv_checksum in the server_args dump.",
+         "With the checksum on, decode verifies an Adler-32 digest of the transferred KV pages and aborts a request "
+         "whose KV landed corrupted (`KV checksum mismatch`, HTTP 500). No build prints a line when it is on: the "
+         f"evidence is disaggregation_enable_kv_checksum in the server_args dump (from {CHECKSUM_SGLANG}) or "
+         "/server_info. Fails when it is False or the build cannot have it; unknown when the dump is missing or cut."),
     Rule("KVA006", "kv-canary-off", "KV canary not enabled",
          "low",
-         "Run canary verification (--kv-canary log, or raise in tests) on a build that offers it, at least "
-         "on a verification replica.",
-         "The canary checks on every forward that a request reads only KV it wrote, which is the exposure "
-         "this incident was. It is marked testing-only upstream; older builds do not offer it (reported as "
-         "failing with that reason). Unknown when no server_args dump is in the log."),
+         f"Run canary verification (--kv-canary log, or raise in tests; sglang >= {CANARY_SGLANG}) at least on a "
+         "verification replica.",
+         "The canary checks that a request reads only KV it wrote, which is the exposure this incident was. "
+         "--kv-canary takes none (the default), log or raise; environ.py heads its variables 'testing only'. "
+         "Evidence: kv_canary in the server_args dump, the install_canary line or `[canary] step=...` statistics. "
+         f"Builds before {CANARY_SGLANG} do not offer it (failing, with that reason); unknown without evidence."),
     Rule("KVA007", "deferred-kv-release-off", "Deferred decode KV release not enabled",
          "medium",
          "Set SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE=1 on the decode nodes and print the "
@@ -112,11 +123,29 @@ RULES: tuple[Rule, ...] = (
          "Run kvir triage over the same period with the start-up logs (--startup) to list the responses "
          "these lines correspond to.",
          "Counted from the same logs: scheduler rejections (`Input length ... exceeds the maximum allowed "
-         "length`) on a PD prefill node (critical on a build without the fix: each one reached decode as a "
-         "placeholder), PD admission rejections, KV checksum mismatches and canary violations."),
+         "length`) on a PD prefill node (critical on a build that transfers the stub: each one reached decode; "
+         "low on a build that answers them with 400), PD admission rejections (`exceeds the maximum number of "
+         "tokens`), `KV checksum mismatch`, `kv_canary violation:` lines, canary statistics with violations > 0 "
+         "and `Context corruption detected`. A healthy canary's `[canary] ... violations=0` is evidence of "
+         "verification, never a violation."),
+    Rule("KVA012", "requests-not-verified", "The logs do not show requests being verified",
+         "medium",
+         "Run the KV canary (--kv-canary log) and check its `[canary] step=... protected_tokens=N` lines (N > 0), "
+         "and keep prefill and decode KV layouts equal so the checksum is never skipped.",
+         "The operator recommendation is to check in the logs that requests are actually verified, not that a "
+         "flag is set. Passes when the canary's statistics show protected tokens. Fails on `KV checksum skipped "
+         "... admitted unverified` (0.5.23; high) and when nothing can verify (checksum and canary both off or "
+         "absent). Unknown otherwise: a checksum that passes prints nothing, and decode admits a request "
+         "unchecked when its prefill sent digest 0."),
 )
 
 RULES_BY_ID = {r.rule_id: r for r in RULES}
+
+
+def rule_params() -> dict[str, str]:
+    """The build facts findings.sql binds."""
+    return {"first_fixed": FIXED_SGLANG, "first_door": DOOR_SGLANG, "checksum_first": CHECKSUM_SGLANG,
+            "canary_first": CANARY_SGLANG}
 
 
 def severity_at_least(severity: str, threshold: str) -> bool:

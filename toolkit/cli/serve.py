@@ -20,10 +20,12 @@ Routes: /v1/completions and /v1/chat/completions (both also streamed),
 One tenant per API key (Authorization: Bearer KEY); --tenant NAME=VAR names
 the key held in environment variable VAR.
 
---build is the SGLang build whose over-long-prompt path is replayed: 0.5.19
-(alias leaking: the stub is transferred, decode reads pages nobody wrote,
-HTTP 200), 0.5.20 (retired after its forward, HTTP 400), 0.5.21 (alias fixed:
-rejected at the bootstrap door, HTTP 400), or any SGLang version.
+--build is the SGLang build whose over-long-prompt path is replayed (kvir.rules.builds,
+read from the wheels): 0.5.19 (alias leaking: 0.5.11-0.5.19 transfer the stub's
+page, decode reads pages nobody wrote, HTTP 200), 0.5.20 (alias fixed: retired
+after its forward, never transferred, HTTP 400), 0.5.21 (alias door: 0.5.21 and
+later reject it at the bootstrap door, HTTP 400), any SGLang version, or
+kvir-proposal (kvir's own hardening, not a build).
 
 The KV pools persist across requests, so a leaking build returns the text of
 whichever tenant last wrote the pages it reads: the model is the replay's
@@ -38,7 +40,7 @@ def register(app: typer.Typer) -> None:
 
 @guarded
 def serve_command(
-    build: Annotated[str, typer.Option("--build", "-b", help="SGLang build: 0.5.19, 0.5.20, 0.5.21, leaking, fixed, or a version.")] = "leaking",
+    build: Annotated[str, typer.Option("--build", "-b", help="SGLang build: 0.5.19, 0.5.20, 0.5.21, leaking, fixed, door, a version, or kvir-proposal.")] = "leaking",
     pool: Annotated[int, typer.Option("--pool", help="Prefill KV pool in tokens (SGLang's max_total_num_tokens).")] = 4096,
     context: Annotated[int, typer.Option("--context", help="Context length in tokens.")] = 8192,
     decode_pool: Annotated[Optional[int], typer.Option("--decode-pool", help="Decode KV pool in tokens (default: the context).")] = None,

@@ -30,7 +30,7 @@ def sha256_of_digests(digests: list[str]) -> str:
 # Log file names that say nothing about the node: the folder names it (engine/decode-0/server.log).
 GENERIC_STEMS = frozenset({"server", "requests", "request", "stdout", "stderr", "output", "log", "logs", "app",
                            "engine", "access", "current", "latest", "api_server", "vllm", "sglang", "console",
-                           "startup", "start-up", "boot", "container"})
+                           "startup", "start-up", "boot", "container", "server_info", "get_server_info"})
 _SUFFIX = re.compile(r"\.(?:gz|zst|zstd|log|txt|out|err|jsonl|ndjson|json|csv|parquet|\d+)$", re.IGNORECASE)
 
 

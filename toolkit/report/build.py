@@ -107,7 +107,7 @@ def _replay(case: Case, warns: list[str]) -> ReplaySummary:
     verdicts = rows(case, "replay_verdicts")
     replay = ReplaySummary({v["verdict"]: int(v["n"]) for v in verdicts},
                            sum(int(v["leaked_tokens"] or 0) for v in verdicts), sum(int(v["n"]) for v in verdicts),
-                           sum(int(v["patched_rejected"] or 0) for v in verdicts))
+                           sum(int(v["fixed_rejected"] or 0) for v in verdicts))
     if not case.has("replay_exposure"):
         warns.append("replay ran but wrote no replay_exposure table: no source-account notices")
         return replay

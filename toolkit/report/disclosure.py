@@ -2,7 +2,10 @@
 
 Every key is optional. A key that is missing and that a document needs is shown in that document as
 a visible placeholder and listed in reports/index.html, never guessed. The engine defaults describe
-the reference incident's engine bug (sglang < 0.5.22), the class of bug kvir is built for.
+the reference incident's engine bug, the class of bug kvir is built for. The fixed version comes from the
+build table (kvir.rules.builds: the first published build whose code never transfers the over-long stub)
+unless the spec sets `fixed_version`; the documents then quote the code's evidence and the provider's
+public statement wherever those differ from the version they use.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from kvir.core.errors import KvirError
+from kvir.rules.builds import TABLE as BUILDS
 from kvir.spec.model import parse_utc
 
 UTC = dt.timezone.utc
@@ -45,7 +49,7 @@ KEYS: dict[str, str] = {
     "engine_vendor": "the engine's maintainers",
     "engine_repo": "the engine's source repository URL",
     "introduced_version": "first affected engine version (0 = all)",
-    "fixed_version": "first fixed engine version",
+    "fixed_version": "first fixed engine version used in the documents (default: the build table's, from the code)",
     "fixed_release_date": "release date of the fixed version",
     "upstream_issue": "URL of the upstream issue or fix",
     "advisory_id": "id of the advisory (default: the incident id)",
@@ -108,7 +112,8 @@ class Disclosure:
     engine_vendor: str = "sgl-project"
     engine_repo: str = "https://github.com/sgl-project/sglang"
     introduced_version: str = "0"
-    fixed_version: str = "0.5.22"
+    fixed_version: str = BUILDS.first_fixed
+    fixed_version_from_spec: bool = False
     fixed_release_date: dt.date | None = None
     upstream_issue: str = ""
     advisory_id: str = ""
@@ -138,6 +143,31 @@ class Disclosure:
     @property
     def cwe_name(self) -> str:
         return CWE_NAMES[self.cwe]
+
+    @property
+    def fixed_evidence(self) -> str:
+        """What the published wheels' code shows about the fix (sglang only; '' for another engine)."""
+        if self.engine != "sglang":
+            return ""
+        t = BUILDS
+        retire, door = t.over_long(t.first_fixed), t.over_long(t.first_door_reject)
+        return (f"In the published sglang wheels, {t.first_fixed} is the first build that never transfers the "
+                f"over-long request ({retire.summary}; {retire.evidence.file}: {retire.evidence.function}) and "
+                f"{t.first_door_reject} the first that rejects it at the bootstrap door ({door.evidence.function}); "
+                f"every build up to {t.read[t.read.index(t.first_fixed) - 1]} transfers it.")
+
+    @property
+    def fixed_note(self) -> str:
+        """Both sources of the fixed version where they differ from the one used here ('' when they agree)."""
+        if self.engine != "sglang":
+            return ""
+        code, said = BUILDS.first_fixed, BUILDS.provider_fixed
+        if self.fixed_version == code == said:
+            return ""
+        used = (f"This document uses {self.fixed_version}, set in the incident spec. " if self.fixed_version_from_spec
+                else f"This document uses {self.fixed_version}, the first fixed build in the code. ")
+        return (used + self.fixed_evidence + f" The provider's public statement says {said} or later "
+                f"({BUILDS.provider_source}).")
 
     @property
     def cvss(self):
@@ -233,4 +263,5 @@ def parse_disclosure(raw: dict[str, Any], incident_id: str) -> Disclosure:
     missing = tuple(k for k in NEEDED if not getattr(d, k))
     from dataclasses import replace
 
-    return replace(d, advisory_id=d.advisory_id or incident_id, unknown_keys=unknown, missing=missing)
+    return replace(d, advisory_id=d.advisory_id or incident_id, unknown_keys=unknown, missing=missing,
+                   fixed_version_from_spec="fixed_version" in raw)

@@ -104,8 +104,8 @@ def machine_values(m: IncidentModel) -> MachineValues:
     fixed = [x for x in m.node_fixes if x.fixed_at]
     remediation = (f"{len(fixed)} node(s) restarted with a KV pool that holds the whole context, the last at "
                    f"{iso(max(x.fixed_at for x in fixed))}. " if fixed else "")
-    remediation += (f"Engine fixed upstream in {engine} {d.fixed_version}. Every affected customer is notified "
-                    "individually (GDPR Art. 33(2)).")
+    remediation += (f"Engine fixed upstream in {engine} {d.fixed_version}. " + (d.fixed_note + " " if d.fixed_note else "")
+                    + "Every affected customer is notified individually (GDPR Art. 33(2)).")
     workaround = d.workaround or (
         "Set --context-length no larger than the KV pool (max_total_num_tokens in the start-up log) on every prefill "
         "and decode node, and check it after any change of weights, quantisation, parallelism or memory settings; "
@@ -133,12 +133,12 @@ def machine_values(m: IncidentModel) -> MachineValues:
         else f"TLP:{d.tlp}.",
         advisory_title=f"{engine}: a prompt that does not fit the KV pool is served from another request's KV cache",
         advisory_tracking_id=advisory_id, incident_tracking_id=d.advisory_id,
-        engine_summary=summary, preconditions=pre, incident_details=details, incident_summary=inc_summary,
+        engine_summary=summary + (" " + d.fixed_note if d.fixed_note else ""), preconditions=pre, incident_details=details, incident_summary=inc_summary,
         root_cause=root, data_text=data_text, remediation=remediation,
         impact="Cross-request (cross-tenant) disclosure of KV-cache contents: text derived from other users' prompts "
                "and completions.",
         vendor_fix=f"Upgrade {engine} to {d.fixed_version} or later: rejected requests are ended before KV transfer and "
-                   "allocation and the client gets HTTP 400.",
+                   "allocation and the client gets HTTP 400." + (" " + d.fixed_note if d.fixed_note else ""),
         workaround=workaround,
         coordination_summary=f"{d.provider_name} coordinated the disclosure with the {engine} maintainers.",
         vers_range=vers, range_text=range_text, fixed_purl=f"pkg:pypi/{pypi_name(engine)}@{d.fixed_version}",

@@ -130,7 +130,7 @@ class ReplaySummary:
     verdicts: dict[str, int]
     leaked_tokens: int
     replayed: int
-    patched_rejected: int
+    fixed_rejected: int             # rejected (4xx) by the first fixed build (replay_results.first_fixed)
     sources: list[SourceExposure] = field(default_factory=list)
 
     @property

@@ -333,7 +333,9 @@ rule = "public"             # "public": prompt_tokens > pool_tokens
 # engine_vendor = "sgl-project"
 # engine_repo = "https://github.com/sgl-project/sglang"
 # introduced_version = "0"                          # 0 = every version before the fix
-# fixed_version = "0.5.22"
+# fixed_version = "0.5.22"                        # default: the first build whose code never transfers the
+#                                                   # over-long stub (kvir.rules.builds: 0.5.20); set it to
+#                                                   # follow a statement instead (the documents quote both)
 # fixed_release_date = "2026-10-19"
 # upstream_issue = "https://github.com/..."
 # advisory_id = "KVIR-2026-0001"                    # default: [incident] id

@@ -11,30 +11,32 @@ def print_replay(run, *, show_text: bool = False) -> None:
 
     s = run.summary
     note = f"scale {s['scale']:g}" + (" (every length shrunk)" if s["scale"] != 1 else " (full size)")
+    builds = sorted(s.get("builds", {}))
+    verdicts = ("exposed", "served-unwritten", "not-reproduced", "rejected", "failed", "inconclusive")
     stderr.print(table(f"kvir replay: {s['replayed']} affected response(s), {note}, {s['device']}",
-                       ("verdict", ("responses", "right")),
-                       [[v, s[v.replace("-", "_")]] for v in ("exposed", "rejected-by-patch", "not-reproduced",
-                                                              "inconclusive")]))
+                       ("verdict", *[(b, "right") for b in builds]),
+                       [[v, *[s["builds"][b].get(v, 0) for b in builds]] for v in verdicts
+                        if any(s["builds"][b].get(v, 0) for b in builds)]))
     r = run.results
     if len(r):
         rows = []
         for row in r.itertuples(index=False):
             owners = list(row.foreign_owners) if hasattr(row.foreign_owners, "__len__") else []
             top = owners[0] if owners else None
-            rows.append([row.request_id, row.account_id, row.verdict,
-                         f"{show(row.unpatched_status)} -> {show(row.patched_status)}", len(owners),
+            rows.append([row.request_id, row.build + (" (ran)" if row.build_role == "incident" else ""),
+                         row.account_id, row.verdict, show(row.http_status), show(row.stage), len(owners),
                          row.leaked_tokens, top["account_id"] if top else ""])
-        stderr.print(table("responses (unpatched -> patched HTTP status)",
-                           ("request", "account", "verdict", "status", "foreign requests", "foreign tokens",
-                            "top source account"), rows))
+        stderr.print(table("responses per build ((ran): the build the response's prefill node ran)",
+                           ("request", "build", "account", "verdict", "HTTP", "stage", "foreign requests",
+                            "foreign tokens", "top source account"), rows))
         if show_text:
             for row in r.itertuples(index=False):
                 toks = row.response_tokens
                 if toks is not None and hasattr(toks, "__len__"):
-                    say(f"{row.request_id}: response token ids {list(toks)}")
+                    say(f"{row.request_id} ({row.build}): response token ids {list(toks)}")
     src = queries.run(run.case, "sources_by_account")
     if len(src):
-        stderr.print(table("whose data reached whom (source accounts)",
+        stderr.print(table("whose data reached whom (source accounts, under the build each response ran)",
                            ("source account", ("source requests", "right"), ("responses reached", "right"),
                             ("reader accounts", "right"), ("tokens", "right")),
                            [[row.source_account_id if show(row.source_account_id) != "-" else "(unknown)",
