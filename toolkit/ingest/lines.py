@@ -98,17 +98,40 @@ def line_reader(path: str | Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, 
 
 
 def _read_chunk(f: BinaryIO, carry: bytes, chunk_bytes: int) -> tuple[bytearray, int]:
-    """A fresh buffer holding carry + up to chunk_bytes new bytes, and the number of new bytes."""
-    buf = bytearray(len(carry) + chunk_bytes)
+    """A fresh buffer holding carry + up to chunk_bytes new bytes, and the number of new bytes.
+
+    The buffer is never much larger than what it holds: a batch keeps its chunk's buffer alive (the lines
+    are views over it), so a one-line file must not pin (or zero-fill) a whole chunk. A plain file's
+    remaining size bounds the buffer; at the end of a stream the unused tail is cut off."""
+    want = chunk_bytes
+    left = _remaining(f)
+    if left is not None:
+        want = max(1, min(chunk_bytes, left + 1))    # + 1: a file that grew still ends with a short read
+    buf = bytearray(len(carry) + want)
     buf[: len(carry)] = carry
     view = memoryview(buf)[len(carry):]
     got = 0
-    while got < chunk_bytes:
+    while got < want:
         n = f.readinto(view[got:])  # type: ignore[attr-defined]
         if not n:
             break
         got += n
+    view.release()
+    if got < want and want - got > (64 << 10):
+        del buf[len(carry) + got:]
     return buf, got
+
+
+def _remaining(f: BinaryIO) -> int | None:
+    """Bytes left in a plain file (None for a decompressing stream or a pipe)."""
+    if not isinstance(f, io.BufferedReader) or type(f.raw) is not io.FileIO:
+        return None
+    try:
+        import os
+
+        return max(0, os.fstat(f.fileno()).st_size - f.tell())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
 
 
 def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit) -> Iterator[pa.RecordBatch]:

@@ -27,7 +27,7 @@ from kvir.ingest.lines import TEXT_SCHEMA as LINE_SCHEMA
 from kvir.ingest.joins import join_evidence
 from kvir.ingest.mapped import ingest_parquet, mapped_input
 from kvir.ingest.readers import records_input
-from kvir.ingest.settings import write_extra_settings
+from kvir.ingest.settings import extra_settings
 from kvir.ingest.stage import fill_stage
 from kvir.core.progress import ByteCounter, Reporter
 from kvir.ingest.inputs import Skipped
@@ -52,8 +52,8 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     case.manifest["skipped_inputs"] = [{"path": str(s.path), "reason": s.reason} for s in skipped]
     t_all = time.perf_counter()
     sizes = {s.source_id: sum(p.stat().st_size for p in s.paths) for s in sources}
-    for src in sources:
-        _register_source(case, src, opts, sizes[src.source_id])
+    _register_sources(case, sources, opts, sizes)
+    seconds: dict[int, float] = {}
     all_bytes = float(sum(sizes.values())) or 1.0
     bar = reporter.add_task(f"read {len(sources)} input{'s' * (len(sources) != 1)}", total=all_bytes)
     done = 0.0
@@ -63,7 +63,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
             t0 = time.perf_counter()
             reporter.run(f"read {Path(src.label).name}", lambda s=src: ingest_parquet(case, s), con=con,
                          task=bar, base=done, span=sizes[src.source_id])
-            _set_seconds(case, [src], time.perf_counter() - t0)
+            _share_seconds(seconds, [src], time.perf_counter() - t0)
             done += sizes[src.source_id]
         else:
             batches.setdefault((src.format.name, _variant(src)), []).append(src)
@@ -75,11 +75,10 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
         label = f"read {len(group)} {fmt} file{'s' * (len(group) != 1)}"
         reporter.run(label, lambda g=group: _ingest_batch(case, g, opts, counter.add), counter=counter,
                      total=None if compressed else span, con=con, task=bar, base=done, span=span)
-        _set_seconds(case, group, time.perf_counter() - t0)
+        _share_seconds(seconds, group, time.perf_counter() - t0)
         done += span
     reporter.describe(bar, f"read {len(sources)} input{'s' * (len(sources) != 1)}")
-    for src in sources:
-        con.execute("UPDATE sources SET notes = $n WHERE source_id = $id", {"n": src.notes, "id": src.source_id})
+    _finish_sources(case, sources, seconds)
     _build_records_view(case, sources)
     reporter.run("merge records into requests", lambda: _build_requests(case, sources, opts), con=con)
     case.manifest["timings"]["ingest_s"] = round(time.perf_counter() - t_all, 3)
@@ -87,40 +86,81 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     return source_counts(case)
 
 
-def _register_source(case: Case, src: Source, opts: IngestOptions, size: int) -> None:
-    """The sources row, the source's settings row, and its manifest entry (with SHA-256)."""
-    digest = input_digest(src, opts.hash)
-    case.con.execute(
-        "INSERT INTO sources (source_id, label, format, chosen_by, files, size_bytes, sha256, compression, "
-        "source_tz, served_model, served_model_source, node, role, year, notes) "
-        "VALUES ($id, $label, $format, $how, $files, $size, $sha, $comp, $tz, $model, $model_src, $node, $role, $year, $notes)",
-        {"id": src.source_id, "label": src.label, "format": src.format.name, "how": src.chosen_by,
-         "files": [str(p) for p in src.paths], "size": size, "sha": digest,
-         "comp": compression_of(src.paths[0]) if not src.is_view else None,
-         "tz": src.tz.text if src.tz else None, "model": src.served_model,
-         "model_src": src.served_model_source or None, "node": src.node, "role": src.role,
-         "year": src.year, "notes": src.notes})
-    case.con.execute(
-        "INSERT INTO source_settings (source_id, tz_iana, tz_offset_min, served_model, node, role, year, keep_raw, "
-        "max_line_bytes) VALUES ($id, $tz, $off, $model, $node, $role, $year, $keep, $maxb)",
-        {"id": src.source_id, "tz": src.tz.iana if src.tz else None,
-         "off": src.tz.offset_minutes if src.tz else None, "model": src.served_model,
-         "node": src.node, "role": src.role, "year": src.year, "keep": opts.keep_raw,
-         "maxb": opts.max_line_bytes})
-    write_extra_settings(case, src)
-    case.manifest["inputs"].append({
-        "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
-        "files": [{"path": str(p), "size_bytes": p.stat().st_size} for p in src.paths],
-        "sha256": digest, "source_tz": src.tz.text if src.tz else None,
-        "served_model": src.served_model, "served_model_source": src.served_model_source,
-        "node": src.node, "role": src.role, "notes": src.notes})
+# One statement per table for all sources, however many: a statement costs milliseconds (tens with a
+# primary key to check), and its undo data stays until the transaction ends, so per-file statements made
+# a folder of 10,000 one-record pages take minutes and gigabytes.
+_SOURCE_COLUMNS = {
+    "source_id": pa.int32(), "label": pa.string(), "format": pa.string(), "chosen_by": pa.string(),
+    "files": pa.list_(pa.string()), "size_bytes": pa.int64(), "sha256": pa.string(), "compression": pa.string(),
+    "source_tz": pa.string(), "served_model": pa.string(), "served_model_source": pa.string(),
+    "node": pa.string(), "role": pa.string(), "year": pa.int32(), "notes": pa.list_(pa.string()),
+}
+_SETTINGS_COLUMNS = {
+    "source_id": pa.int32(), "tz_iana": pa.string(), "tz_offset_min": pa.int32(), "served_model": pa.string(),
+    "node": pa.string(), "role": pa.string(), "year": pa.int32(), "keep_raw": pa.bool_(),
+    "max_line_bytes": pa.int64(), "file_name": pa.string(), "window_start": pa.timestamp("us", "UTC"),
+    "window_end": pa.timestamp("us", "UTC"),
+    "tz_spans": pa.struct([(f"{k}{i}", pa.int32() if k == "off" else pa.timestamp("us"))
+                           for i in range(1, 5) for k in ("lo", "hi", "off")]),
+}
 
 
-def _set_seconds(case: Case, group: list[Source], seconds: float) -> None:
+def _insert_rows(case: Case, table: str, columns: dict[str, pa.DataType], rows: list[dict[str, Any]]) -> None:
+    """INSERT the rows (dicts) into `table` (a kvir table name) in one statement, by column name."""
+    name = f"{table}_new_rows"
+    data = pa.Table.from_pylist(rows, schema=pa.schema(list(columns.items())))
+    case.con.register(name, data)
+    try:
+        case.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")
+    finally:
+        case.con.unregister(name)
+
+
+def _register_sources(case: Case, sources: list[Source], opts: IngestOptions, sizes: dict[int, int]) -> None:
+    """The sources rows, the sources' settings rows, and their manifest entries (with SHA-256)."""
+    src_rows, set_rows = [], []
+    for src in sources:
+        digest = input_digest(src, opts.hash)
+        src_rows.append({
+            "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
+            "files": [str(p) for p in src.paths], "size_bytes": sizes[src.source_id], "sha256": digest,
+            "compression": compression_of(src.paths[0]) if not src.is_view else None,
+            "source_tz": src.tz.text if src.tz else None, "served_model": src.served_model,
+            "served_model_source": src.served_model_source or None, "node": src.node, "role": src.role,
+            "year": src.year, "notes": list(src.notes)})
+        set_rows.append({
+            "source_id": src.source_id, "tz_iana": src.tz.iana if src.tz else None,
+            "tz_offset_min": src.tz.offset_minutes if src.tz else None, "served_model": src.served_model,
+            "node": src.node, "role": src.role, "year": src.year, "keep_raw": opts.keep_raw,
+            "max_line_bytes": opts.max_line_bytes, **extra_settings(src)})
+        case.manifest["inputs"].append({
+            "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
+            "files": [{"path": str(p), "size_bytes": p.stat().st_size} for p in src.paths],
+            "sha256": digest, "source_tz": src.tz.text if src.tz else None,
+            "served_model": src.served_model, "served_model_source": src.served_model_source,
+            "node": src.node, "role": src.role, "notes": src.notes})
+    _insert_rows(case, "sources", _SOURCE_COLUMNS, src_rows)
+    _insert_rows(case, "source_settings", _SETTINGS_COLUMNS, set_rows)
+
+
+def _share_seconds(seconds: dict[int, float], group: list[Source], spent: float) -> None:
     """Time spent, shared evenly by the sources of one batch."""
     for s in group:
-        case.con.execute("UPDATE sources SET seconds = $s WHERE source_id = $id",
-                         {"s": round(seconds / len(group), 4), "id": s.source_id})
+        seconds[s.source_id] = round(spent / len(group), 4)
+
+
+def _finish_sources(case: Case, sources: list[Source], seconds: dict[int, float]) -> None:
+    """Each source's notes (readers add some) and seconds, in one statement."""
+    name = "sources_finished"
+    data = pa.table({"source_id": pa.array([s.source_id for s in sources], pa.int32()),
+                     "notes": pa.array([list(s.notes) for s in sources], pa.list_(pa.string())),
+                     "seconds": pa.array([seconds.get(s.source_id) for s in sources], pa.float64())})
+    case.con.register(name, data)
+    try:
+        case.con.execute(f"UPDATE sources SET notes = f.notes, seconds = f.seconds FROM {name} AS f "
+                         "WHERE sources.source_id = f.source_id")
+    finally:
+        case.con.unregister(name)
 
 
 def _variant(src: Source) -> str:
