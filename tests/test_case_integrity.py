@@ -16,6 +16,7 @@ import duckdb
 import pytest
 
 import kvir
+import kvir.audit
 from kvir.case.writer import Writer, lock_path
 from kvir.core.errors import KvirError
 
@@ -169,6 +170,16 @@ def test_a_read_only_folder_ends_with_one_line_and_the_case_stays_readable(fleet
         assert res.returncode == 2 and res.stderr.count("\n") == 1 and "read-only file system" in res.stderr
         with kvir.open_case(case, read_only=True) as c:          # the case is still readable
             assert c.df("SELECT count(*) AS n FROM affected")["n"][0] == 155
+        # and its documents render elsewhere, reading the case only
+        out = tmp_path / "elsewhere"
+        rep = subprocess.run([*KVIR, "report", "--case", str(case), "--out", str(out), "-q"], capture_output=True,
+                             text=True, timeout=600)
+        assert rep.returncode == 0, rep.stderr
+        assert rep.stdout.strip() == str(out / "index.html") and (out / "index.html").exists()
+        assert "155" in (out / "public_report.md").read_text()
+        assert not (case / "reports").exists()
+        assert subprocess.run([*KVIR, "report", "--case", str(case), "--out", str(out), "-q", "--incident",
+                               str(fleets / "small" / "incident.toml")], capture_output=True, text=True).returncode == 2
     finally:
         subprocess.run(["umount", "-l", str(ro)], check=False)
 
@@ -193,3 +204,14 @@ def test_permission_denied_ends_with_one_line(fleets):
         assert str(base) in res.stderr                 # names the path
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_case_holds_no_empty_folders_and_no_spill_space(fleets, tmp_path):
+    case = tmp_path / "case"
+    kvir.triage(fleets / "small" / "incident.toml", out=case, memory_limit="1GB").case.close()
+    kvir.audit.audit(sorted((fleets / "small").glob("engine/*/server.log")),
+                     inventory=fleets / "small" / "inventory.toml", case=case)
+    empty = [str(d.relative_to(case)) for d, subdirs, files in os.walk(case) for d in [Path(d)] if not subdirs and not files]
+    assert not empty, empty
+    assert not (case / "tmp").exists()
+    assert not list(tmp_path.glob(".case.kvir-*-*"))        # no staging or old state left beside it

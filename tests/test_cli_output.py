@@ -27,7 +27,8 @@ def _commands() -> dict[str, click.Command]:
 
 
 def _flat(text: str) -> str:
-    return " ".join(text.split())
+    """Help without its layout: Click wraps lines, also right after a hyphen, so all whitespace goes."""
+    return "".join(text.split())
 
 
 def test_help_keeps_every_word_of_every_option_and_shows_no_bool_metavar():

@@ -26,3 +26,11 @@ def test_the_python_rule_matches_the_sql_rule():
     assert neutralise_cell("\x1b[31mred") == "\\x1b[31mred"
     assert neutralise_cell("two\nlines\ttab") == "two\nlines\ttab"
     assert neutralise_cell("+\x07") == "'+\\x07"
+
+
+def test_markdown_values_cannot_drive_a_terminal_or_add_markup():
+    from kvir.report.markup import md_escape
+
+    s = md_escape("acct\x1b]8;;http://e/\x07[x](y)\u202e|<b>\nz")
+    assert "\x1b" not in s and "\x07" not in s and "\u202e" not in s and "\n" not in s
+    assert s == "acct\\x1b\\]8;;http://e/\\x07\\[x\\](y)\\u202e\\|&lt;b&gt; z"

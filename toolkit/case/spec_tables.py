@@ -88,11 +88,18 @@ def ensure_spec_facts(case: Case, spec: str | Path | IncidentSpec | None = None)
     With `spec` given, its facts replace what the case holds. Without, the case's copy is used; if
     there is none, the spec that triage recorded is read, provided it still exists."""
     warnings: list[str] = []
+    if spec is not None and case.read_only:
+        raise KvirError("--incident stores the spec's events and [disclosure] in the case, which is opened "
+                        "read-only here (--out): drop one of them", path=str(case.home or case.path))
     if spec is not None:
         s = spec if isinstance(spec, IncidentSpec) else load_spec(spec)
         store_spec_facts(case, s)
         return warnings
     if all(case.has(t) for t in SPEC_FACT_TABLES):
+        return warnings
+    if case.read_only:
+        warnings.append("no hand events or [disclosure] keys in this case, and it is read-only: the documents "
+                        "have neither (render into the case itself, or triage again, to store them)")
         return warnings
     recorded = case.manifest.get("incident_spec") or {}
     path = recorded.get("path") or _incident_value(case, "spec_path")

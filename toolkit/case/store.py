@@ -86,6 +86,7 @@ class Case:
     log: QueryLog = field(default_factory=QueryLog)
     home: Path | None = None
     writer: Writer | None = None
+    read_only: bool = False
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -149,7 +150,7 @@ class Case:
             if writer:
                 writer.abort()
             raise
-        case = cls(work, con, manifest, home=home, writer=writer)
+        case = cls(work, con, manifest, home=home, writer=writer, read_only=read_only)
         _OPEN.add(case)
         return case
 

@@ -112,7 +112,8 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
             # aggregate finding: what Prometheus histograms imply (bounds, never requests)
             case.run("triage/aggregate_bounds", params)
             params["requests_total"], params["in_scope"] = _scope_counts(case, params)
-            row = case.run("triage/summary", params, fetch=True)
+            case.run("triage/summary", params)   # the case table triage_summary: what the reports state too
+            row = case.con.execute("SELECT * FROM triage_summary").fetchall()
             cols = [d[0] for d in case.con.description]
         summary = _summary(spec, dict(zip(cols, row[0])))
         summary["threshold"] = ("pool in effect per node and time (node_configs from start-up logs)"
