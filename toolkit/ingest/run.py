@@ -20,15 +20,15 @@ import numpy as np
 import pyarrow as pa
 
 from kvir.ingest import formats as fmts
-from kvir.case.store import Case
+from kvir.case.store import Case, memory_limit_bytes
 from kvir.core.errors import InputError
-from kvir.ingest.lines import compression_of, interleave, iter_line_batches
+from kvir.ingest.lines import compression_of, iter_line_batches
 from kvir.ingest.lines import TEXT_SCHEMA as LINE_SCHEMA
-from kvir.ingest.joins import join_evidence
+from kvir.ingest.joins import join_evidence, plan_passes
 from kvir.ingest.mapped import ingest_parquet, mapped_input
 from kvir.ingest.readers import records_input
 from kvir.ingest.settings import extra_settings
-from kvir.ingest.stage import fill_stage
+from kvir.ingest.stage import CHUNK_BYTES, fill_stage, interleave
 from kvir.core.progress import ByteCounter, Reporter
 from kvir.ingest.inputs import Skipped
 from kvir.ingest.sources import IngestOptions, Source, input_digest, plan_inputs, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
@@ -54,6 +54,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     sizes = {s.source_id: sum(p.stat().st_size for p in s.paths) for s in sources}
     _register_sources(case, sources, opts, sizes)
     seconds: dict[int, float] = {}
+    digests: dict[int, str] = {}      # SHA-256 of the files the line reader hashed as it read them
     all_bytes = float(sum(sizes.values())) or 1.0
     bar = reporter.add_task(f"read {len(sources)} input{'s' * (len(sources) != 1)}", total=all_bytes)
     done = 0.0
@@ -73,12 +74,14 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
         counter = ByteCounter()
         compressed = any(compression_of(s.paths[0]) for s in group)
         label = f"read {len(group)} {fmt} file{'s' * (len(group) != 1)}"
-        reporter.run(label, lambda g=group: _ingest_batch(case, g, opts, counter.add), counter=counter,
+        reading = BatchReading()
+        reporter.run(label, lambda g=group, r=reading: _ingest_batch(case, g, opts, counter.add, r), counter=counter,
                      total=None if compressed else span, con=con, task=bar, base=done, span=span)
         _share_seconds(seconds, group, time.perf_counter() - t0)
+        digests.update(reading.digests)
         done += span
     reporter.describe(bar, f"read {len(sources)} input{'s' * (len(sources) != 1)}")
-    _finish_sources(case, sources, seconds)
+    _finish_sources(case, sources, seconds, digests)
     _build_records_view(case, sources)
     reporter.run("merge records into requests", lambda: _build_requests(case, sources, opts), con=con)
     case.manifest["timings"]["ingest_s"] = round(time.perf_counter() - t_all, 3)
@@ -120,7 +123,7 @@ def _register_sources(case: Case, sources: list[Source], opts: IngestOptions, si
     """The sources rows, the sources' settings rows, and their manifest entries (with SHA-256)."""
     src_rows, set_rows = [], []
     for src in sources:
-        digest = input_digest(src, opts.hash)
+        digest = None if hashed_while_read(src, opts) else input_digest(src, opts.hash)   # else: filled in as read
         src_rows.append({
             "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
             "files": [str(p) for p in src.paths], "size_bytes": sizes[src.source_id], "sha256": digest,
@@ -149,15 +152,20 @@ def _share_seconds(seconds: dict[int, float], group: list[Source], spent: float)
         seconds[s.source_id] = round(spent / len(group), 4)
 
 
-def _finish_sources(case: Case, sources: list[Source], seconds: dict[int, float]) -> None:
-    """Each source's notes (readers add some) and seconds, in one statement."""
+def _finish_sources(case: Case, sources: list[Source], seconds: dict[int, float], digests: dict[int, str]) -> None:
+    """Each source's notes (readers add some), seconds and the SHA-256 taken while reading, in one statement."""
+    for entry in case.manifest["inputs"]:
+        if entry["source_id"] in digests:
+            entry["sha256"] = digests[entry["source_id"]]
     name = "sources_finished"
     data = pa.table({"source_id": pa.array([s.source_id for s in sources], pa.int32()),
                      "notes": pa.array([list(s.notes) for s in sources], pa.list_(pa.string())),
-                     "seconds": pa.array([seconds.get(s.source_id) for s in sources], pa.float64())})
+                     "seconds": pa.array([seconds.get(s.source_id) for s in sources], pa.float64()),
+                     "sha256": pa.array([digests.get(s.source_id) for s in sources], pa.string())})
     case.con.register(name, data)
     try:
-        case.con.execute(f"UPDATE sources SET notes = f.notes, seconds = f.seconds FROM {name} AS f "
+        case.con.execute(f"UPDATE sources SET notes = f.notes, seconds = f.seconds, "
+                         f"sha256 = coalesce(f.sha256, sources.sha256) FROM {name} AS f "
                          "WHERE sources.source_id = f.source_id")
     finally:
         case.con.unregister(name)
@@ -173,44 +181,93 @@ def _variant(src: Source) -> str:
 
 
 def _build_requests(case: Case, sources: list[Source], opts: IngestOptions | None = None) -> None:
+    """`requests` (a view: records that are one request each, plus the merged ones) and `conflicts`."""
     # one record per request only for generic mapped sources; every log format can hold several
     # records of one request (received/finished, PD copies, retries, overlapping pages)
     merged = len(sources) > 1 or any(not s.format.name.startswith("generic") for s in sources) or \
         any("bootstrap_room" in s.columns for s in sources)
-    case.run("case/requests_merged" if merged else "case/requests_direct")
-    if merged:
+    case.run("case/conflicts_table")
+    if not merged:
+        case.run("case/requests_direct")
+        return
+    case.run("case/spec_tables")      # the incident's models, for the most exposing reading (if a spec was recorded)
+    case.run("case/requests_merged")
+    if case.con.execute("SELECT count(*) FROM requests_grouped WHERE conflict").fetchone()[0]:
+        case.run("case/conflicts")
+    if plan_passes(sources):          # the evidence join rewrites requests: it needs a table
+        case.con.execute("CREATE TABLE requests_joined AS SELECT * FROM requests")
+        case.con.execute("DROP VIEW requests")
+        case.con.execute("ALTER TABLE requests_joined RENAME TO requests")
         join_evidence(case, sources, (opts or IngestOptions()).join_tolerance_s)
 
 
 _BATCH_SCHEMA = pa.schema([("source_id", pa.int32())] + list(LINE_SCHEMA))
 
 
-def _tag(batch: pa.RecordBatch, source_id: int) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays(
-        [pa.array(np.full(batch.num_rows, source_id, np.int32))] + batch.columns, schema=_BATCH_SCHEMA)
+class BatchReading:
+    """What the readers learn while a batch streams by: each uncompressed file's SHA-256 (computed from
+    the bytes read, so a file is read once), and the lines the reader repaired for invalid UTF-8 (few:
+    kept as (source_id, line_no) for queries/case/invalid_utf8.sql)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.digests: dict[int, str] = {}
+        self.repaired: list[tuple[int, int]] = []
+        self.lock = threading.Lock()
+
+    def tag(self, batch: pa.RecordBatch, source_id: int) -> pa.RecordBatch:
+        rep = batch.column("repaired")
+        if rep.true_count if hasattr(rep, "true_count") else any(rep.to_pylist()):
+            nos = batch.column("line_no").to_numpy()[rep.to_numpy(zero_copy_only=False)]
+            with self.lock:
+                self.repaired += [(source_id, int(n)) for n in nos]
+        return pa.RecordBatch.from_arrays(
+            [pa.array(np.full(batch.num_rows, source_id, np.int32))] + batch.columns, schema=_BATCH_SCHEMA)
+
+    def lines(self, src: Source, opts: IngestOptions, on_bytes=None, hashed: bool = False):
+        """The file's numbered lines, tagged; with hashed, its SHA-256 computed on the way."""
+        import hashlib
+
+        h = hashlib.sha256() if hashed else None
+        for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True, digest=h):
+            yield self.tag(b, src.source_id)
+        if h is not None:
+            self.digests[src.source_id] = h.hexdigest()
 
 
-def _lines_of(group: list[Source], opts: IngestOptions, on_bytes=None) -> pa.RecordBatchReader:
+def _chunk_bytes(con) -> int:
+    """Lines handed to DuckDB per chunk: about three chunks are held at once (one parsed, one read ahead,
+    one being filled), so an eighth of the memory limit, between 16 and 128 MiB."""
+    return max(16 << 20, min(CHUNK_BYTES, memory_limit_bytes(con) // 8))
+
+
+def hashed_while_read(src: Source, opts: IngestOptions) -> bool:
+    """Is the source's SHA-256 taken by the line reader (an uncompressed text file read line by line)?"""
+    return (opts.hash != "none" and src.format.reader == "lines" and len(src.paths) == 1
+            and compression_of(src.paths[0]) is None)
+
+
+def _lines_of(group: list[Source], opts: IngestOptions, reading: BatchReading, on_bytes=None) -> pa.RecordBatchReader:
     """The numbered lines of every file in the group, one stream, each row tagged with its source_id."""
     def producer(src: Source):
-        def batches():
-            for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
-                yield _tag(b, src.source_id)
-        return batches
-    # several files are split in parallel threads (kvir.lines.interleave); each row keeps its source and line
+        return lambda: reading.lines(src, opts, on_bytes, hashed_while_read(src, opts))
+    # several files are split in parallel threads (kvir.ingest.stage.interleave); each row keeps its source and line
     return pa.RecordBatchReader.from_batches(_BATCH_SCHEMA, interleave([producer(s) for s in group]))
 
 
-def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes=None) -> None:
+def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes=None,
+                  reading: BatchReading | None = None) -> None:
     con = case.con
     fmt = group[0].format
+    reading = reading or BatchReading()
     name = f"batch{group[0].source_id}_input"
     reader = fmt.reader
     inp: Any
     if reader == "lines":
-        inp = _lines_of(group, opts, on_bytes)
+        inp = _lines_of(group, opts, reading, on_bytes)
     elif reader == "records":
-        inp = records_input(case, group, opts, on_bytes)
+        inp = records_input(case, group, opts, on_bytes, reading.tag)
     elif reader in ("jsonl-mapped", "csv-mapped"):
         inp = mapped_input(case, group[0], opts)
     else:
@@ -221,10 +278,28 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
         con.unregister(name)
         name, inp = f"{name}_kept", None
     sql = case.compile(fmt.adapter, {"input": name, "settings": "source_settings"})
-    stage = f"batch{group[0].source_id}_stage"
+    stage, counts, repaired = (f"batch{group[0].source_id}_{x}" for x in ("stage", "counts", "repaired"))
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {counts} (source_id INTEGER, kind VARCHAR, reason VARCHAR, n BIGINT)")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {repaired} (source_id INTEGER, line_no BIGINT)")
+    filed = {"repaired": 0}
+
+    def file_chunk() -> None:
+        with reading.lock:    # the reader runs ahead: every repaired line of this chunk is listed by now
+            new = reading.repaired[filed["repaired"]:]
+            filed["repaired"] += len(new)
+        if new:
+            rows = pa.table({"source_id": pa.array([r[0] for r in new], pa.int32()),
+                             "line_no": pa.array([r[1] for r in new], pa.int64())})
+            con.register(f"{repaired}_new", rows)
+            con.execute(f"INSERT INTO {repaired} SELECT * FROM {repaired}_new")
+            con.unregister(f"{repaired}_new")
+        if filed["repaired"]:
+            case.run("case/invalid_utf8", inputs={"stage": stage, "repaired": repaired})
+        case.run("case/stage_to_tables", inputs={"stage": stage, "counts": counts})
+
     try:
-        # a stream of lines runs in chunks DuckDB parses on every thread (kvir.formats.stage)
-        fill_stage(con, name, inp, sql, stage)
+        # a stream of lines runs in chunks DuckDB parses on every thread, each filed before the next (kvir.ingest.stage)
+        fill_stage(con, name, inp, sql, stage, file_chunk, chunk_bytes=_chunk_bytes(con))
     except Exception as e:  # a reader error (e.g. a truncated gzip member) names the files
         where = group[0].label if len(group) == 1 else f"{group[0].label} (+{len(group) - 1} more {fmt.name} files)"
         raise InputError(f"cannot read as {fmt.name}: {e}", path=where) from None
@@ -233,8 +308,9 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
             con.unregister(name)
         except Exception:
             pass
-    case.run("case/stage_to_tables", inputs={"stage": stage})
-    con.execute(f"DROP TABLE {stage}")
+    con.execute(f"INSERT INTO source_counts SELECT source_id, kind, reason, sum(n)::BIGINT FROM {counts} GROUP BY ALL")
+    for t in (stage, counts, repaired):
+        con.execute(f"DROP TABLE IF EXISTS {t}")
     if fmt.side_query:
         case.run(fmt.side_query, inputs={"input": name, "settings": "source_settings"})
         con.execute(f"DROP TABLE {name}")
