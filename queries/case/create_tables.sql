@@ -18,6 +18,8 @@ CREATE TABLE IF NOT EXISTS sources (
     notes VARCHAR[],
     seconds DOUBLE
 );
+-- every row a text adapter produced (kind request | skip | bad: case/file_batch counts them); the view
+-- `records` reads its requests
 CREATE TABLE IF NOT EXISTS records_text (
     source_id INTEGER, source_line BIGINT, kind VARCHAR, reason VARCHAR,
     request_id VARCHAR, bootstrap_room VARCHAR, ts TIMESTAMPTZ, ts_end TIMESTAMPTZ, ts_granularity_s INTEGER,

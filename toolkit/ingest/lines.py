@@ -14,7 +14,7 @@ chunk; no Python code runs per line. Each batch has:
                 copy of the text, no decode in SQL (empty when the line was too long)
     line_bytes  BIGINT   the line's true length, terminator excluded (in a chunk repaired for invalid
                          UTF-8: the repaired length, each invalid sequence counting as the 3 bytes of U+FFFD)
-    repaired    BOOLEAN  the chunk held invalid UTF-8 and this line may carry U+FFFD replacements
+    repaired    BOOLEAN  the line held invalid UTF-8: each invalid sequence became U+FFFD
 
 gzip and zstd inputs are decompressed on the fly (detected by magic bytes, not by name).
 
@@ -49,7 +49,6 @@ TEXT_SCHEMA = pa.schema([
     ("line_bytes", pa.int64()),
     ("repaired", pa.bool_()),
 ])
-_REPLACEMENT = "\ufffd".encode()
 
 
 def open_maybe_compressed(path: str | Path) -> BinaryIO:
@@ -208,7 +207,7 @@ def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit,
                 continue
             first = int(nl[0])
             cr = bool(arr[first - 1] == 13) if first > 0 else skip_cr   # \r\n: the \r is not part of the length
-            yield emit(None, None, False, line_no, max_line_bytes, skipping + first - cr)
+            yield emit(None, None, None, line_no, max_line_bytes, skipping + first - cr)
             line_no += 1
             skipping = 0
             start = first + 1
@@ -229,37 +228,37 @@ def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit,
         if len(carry) > max_line_bytes:
             skipping, carry, skip_cr = len(carry), b"", bool(carry[-1] == 13)
     if skipping:   # an over-long last line without a newline (a trailing \r ends it, as for short lines)
-        yield emit(None, None, False, line_no, max_line_bytes, skipping - skip_cr)
+        yield emit(None, None, None, line_no, max_line_bytes, skipping - skip_cr)
     elif len(carry):  # last line without a trailing newline
         body = np.concatenate([np.frombuffer(carry, np.uint8) if isinstance(carry, bytes) else carry,
                                np.array([10], np.uint8)])
         yield emit(*_validated(body, np.array([len(body) - 1], np.int64)), line_no, max_line_bytes)
 
 
-def _validated(body: np.ndarray, nl: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(body, newline offsets, repaired). body ends with a newline; nl are its newline offsets. An ASCII
-    chunk is valid UTF-8 as is; otherwise it is decoded once, and on failure re-encoded with U+FFFD for
-    each invalid sequence (a newline byte is never part of one, so the lines stay the same lines)."""
-    repaired = False
+def _validated(body: np.ndarray, nl: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(body, newline offsets, repaired lines or None). body ends with a newline; nl are its newline
+    offsets. An ASCII chunk is valid UTF-8 as is; otherwise it is decoded once, and on failure each line
+    holding a byte >= 0x80 is checked on its own (the invalid ones are `repaired`: a valid U+FFFD in the
+    log is not), then the chunk is re-encoded with U+FFFD for each invalid sequence (a newline byte is
+    never part of one, so the lines stay the same lines)."""
     if len(body) and body.max() >= 0x80:
         try:
             codecs.utf_8_decode(body.data, "strict", True)
         except UnicodeDecodeError:
-            body = np.frombuffer(body.tobytes().decode("utf-8", "replace").encode("utf-8"), np.uint8)
-            nl = np.flatnonzero(body == 10)
-            repaired = True
-    return body, nl, repaired
+            raw = body.tobytes()
+            starts = np.concatenate(([0], nl[:-1] + 1))
+            flags = np.zeros(len(nl), bool)
+            for i in np.unique(np.searchsorted(nl, np.flatnonzero(body >= 0x80))):   # lines with non-ASCII bytes
+                try:
+                    raw[starts[i]:nl[i]].decode("utf-8")
+                except UnicodeDecodeError:
+                    flags[i] = True
+            body = np.frombuffer(raw.decode("utf-8", "replace").encode("utf-8"), np.uint8)
+            return body, np.flatnonzero(body == 10), flags
+    return body, nl, None
 
 
-def _repaired_rows(body: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
-    marks = _find_all(body, _REPLACEMENT)
-    out = np.zeros(n, bool)
-    if len(marks):
-        out[np.searchsorted(starts, marks, side="right") - 1] = True
-    return out
-
-
-def _blob_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_any: bool, first_line_no: int,
+def _blob_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_rows: np.ndarray | None, first_line_no: int,
                 max_line_bytes: int, skipped_len: int | None = None) -> pa.RecordBatch:
     """One row per line, BLOB with the newline. Over-long lines keep their length but lose content."""
     if skipped_len is not None:
@@ -276,13 +275,13 @@ def _blob_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_any: bo
         data = body[np.repeat(~too_long, sizes)]
         starts = np.concatenate(([0], np.cumsum(np.where(too_long, 0, sizes)))).astype(np.int64)
     lines = pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(starts), pa.py_buffer(data)])
-    repaired = _repaired_rows(data, starts, n) if repaired_any else np.zeros(n, bool)
+    repaired = repaired_rows if repaired_rows is not None else np.zeros(n, bool)
     return pa.RecordBatch.from_arrays(
         [pa.array(np.arange(first_line_no, first_line_no + n, dtype=np.int64)), lines,
          pa.array(lengths.astype(np.int64)), pa.array(repaired)], schema=SCHEMA)
 
 
-def _text_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_any: bool, first_line_no: int,
+def _text_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_rows: np.ndarray | None, first_line_no: int,
                 max_line_bytes: int, skipped_len: int | None = None) -> pa.RecordBatch:
     """One row per line, a string view over the chunk without the terminator (\\n or \\r\\n)."""
     if skipped_len is not None:
@@ -298,7 +297,7 @@ def _text_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_any: bo
     too_long = lengths > max_line_bytes
     shown = np.where(too_long, 0, lengths).astype(np.int32)
     lines = _string_views(body, starts, shown)
-    repaired = _repaired_rows(body, starts, n) if repaired_any else np.zeros(n, bool)
+    repaired = repaired_rows if repaired_rows is not None else np.zeros(n, bool)
     return pa.RecordBatch.from_arrays(
         [pa.array(np.arange(first_line_no, first_line_no + n, dtype=np.int64)), lines,
          pa.array(lengths.astype(np.int64)), pa.array(repaired)], schema=TEXT_SCHEMA)
@@ -334,12 +333,3 @@ def _single(line_no: int, true_len: int, text: bool) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
         [pa.array([line_no], pa.int64()), pa.array([b"" if not text else ""], pa.string_view() if text else pa.large_binary()),
          pa.array([true_len], pa.int64()), pa.array([False])], schema=TEXT_SCHEMA if text else SCHEMA)
-
-
-def _find_all(data: np.ndarray, needle: bytes) -> np.ndarray:
-    """Offsets of every occurrence of a 3-byte needle (vectorised)."""
-    b = data
-    if len(b) < 3:
-        return np.empty(0, np.int64)
-    hit = (b[:-2] == needle[0]) & (b[1:-1] == needle[1]) & (b[2:] == needle[2])
-    return np.flatnonzero(hit)

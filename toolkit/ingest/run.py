@@ -3,7 +3,8 @@
     sources      one row per input (a file, or a Parquet dataset): format, how it was chosen, time zone,
                  served model, node, role, size, SHA-256, and read = parsed + quarantined counts
     records      one row per request record any source holds (text inputs are parsed once into the
-                 table records_text; Parquet inputs stay in place behind views records_srcN)
+                 table records_text, which keeps every row an adapter produced: request, skip or bad;
+                 Parquet inputs stay in place behind views records_srcN)
     quarantine   every record that could not be normalised: source, line, reason (raw text only with
                  keep_raw)
     source_counts  per source, kind (request | skip | bad) and reason: nothing is dropped unaccounted
@@ -28,7 +29,7 @@ from kvir.ingest.joins import join_evidence, plan_passes
 from kvir.ingest.mapped import ingest_parquet, mapped_input
 from kvir.ingest.readers import records_input
 from kvir.ingest.settings import extra_settings
-from kvir.ingest.stage import CHUNK_BYTES, fill_stage, interleave
+from kvir.ingest.stage import CHUNK_BYTES, interleave, run_adapter
 from kvir.core.progress import ByteCounter, Reporter
 from kvir.ingest.inputs import Skipped
 from kvir.ingest.sources import IngestOptions, Source, input_digest, plan_inputs, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
@@ -236,6 +237,25 @@ class BatchReading:
             self.digests[src.source_id] = h.hexdigest()
 
 
+def _file_batch(case: Case, group: list[Source], reading: BatchReading) -> None:
+    """After a batch's records are in records_text: records whose identifiers hold invalid UTF-8 are
+    quarantined, then the quarantine and every source's counts are filed (queries/case/file_batch.sql)."""
+    tag = f"batch{group[0].source_id}"
+    tables = {f"{tag}_ids": pa.table({"source_id": pa.array([s.source_id for s in group], pa.int32())})}
+    if reading.repaired:
+        tables[f"{tag}_repaired"] = pa.table({"source_id": pa.array([r[0] for r in reading.repaired], pa.int32()),
+                                              "line_no": pa.array([r[1] for r in reading.repaired], pa.int64())})
+    for name, t in tables.items():
+        case.con.register(name, t)
+    try:
+        if reading.repaired:
+            case.run("case/invalid_utf8", inputs={"records": "records_text", "repaired": f"{tag}_repaired"})
+        case.run("case/file_batch", inputs={"batch": f"{tag}_ids"})
+    finally:
+        for name in tables:
+            case.con.unregister(name)
+
+
 def _chunk_bytes(con) -> int:
     """Lines handed to DuckDB per chunk: about three chunks are held at once (one parsed, one read ahead,
     one being filled), so an eighth of the memory limit, between 16 and 128 MiB."""
@@ -278,28 +298,9 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
         con.unregister(name)
         name, inp = f"{name}_kept", None
     sql = case.compile(fmt.adapter, {"input": name, "settings": "source_settings"})
-    stage, counts, repaired = (f"batch{group[0].source_id}_{x}" for x in ("stage", "counts", "repaired"))
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {counts} (source_id INTEGER, kind VARCHAR, reason VARCHAR, n BIGINT)")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {repaired} (source_id INTEGER, line_no BIGINT)")
-    filed = {"repaired": 0}
-
-    def file_chunk() -> None:
-        with reading.lock:    # the reader runs ahead: every repaired line of this chunk is listed by now
-            new = reading.repaired[filed["repaired"]:]
-            filed["repaired"] += len(new)
-        if new:
-            rows = pa.table({"source_id": pa.array([r[0] for r in new], pa.int32()),
-                             "line_no": pa.array([r[1] for r in new], pa.int64())})
-            con.register(f"{repaired}_new", rows)
-            con.execute(f"INSERT INTO {repaired} SELECT * FROM {repaired}_new")
-            con.unregister(f"{repaired}_new")
-        if filed["repaired"]:
-            case.run("case/invalid_utf8", inputs={"stage": stage, "repaired": repaired})
-        case.run("case/stage_to_tables", inputs={"stage": stage, "counts": counts})
-
     try:
-        # a stream of lines runs in chunks DuckDB parses on every thread, each filed before the next (kvir.ingest.stage)
-        fill_stage(con, name, inp, sql, stage, file_chunk, chunk_bytes=_chunk_bytes(con))
+        # a stream of lines runs in chunks DuckDB parses on every thread, appended to records_text (kvir.ingest.stage)
+        run_adapter(con, name, inp, sql, chunk_bytes=_chunk_bytes(con))
     except Exception as e:  # a reader error (e.g. a truncated gzip member) names the files
         where = group[0].label if len(group) == 1 else f"{group[0].label} (+{len(group) - 1} more {fmt.name} files)"
         raise InputError(f"cannot read as {fmt.name}: {e}", path=where) from None
@@ -308,9 +309,7 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
             con.unregister(name)
         except Exception:
             pass
-    con.execute(f"INSERT INTO source_counts SELECT source_id, kind, reason, sum(n)::BIGINT FROM {counts} GROUP BY ALL")
-    for t in (stage, counts, repaired):
-        con.execute(f"DROP TABLE IF EXISTS {t}")
+    _file_batch(case, group, reading)
     if fmt.side_query:
         case.run(fmt.side_query, inputs={"input": name, "settings": "source_settings"})
         con.execute(f"DROP TABLE {name}")
@@ -326,7 +325,7 @@ def _build_records_view(case: Case, sources: list[Source]) -> None:
         "SELECT DISTINCT source_id FROM source_counts WHERE kind = 'bad'").fetchall()}
     mixed = {r[0] for r in case.con.execute(
         "SELECT DISTINCT source_id FROM source_counts WHERE kind <> 'request'").fetchall()}
-    parts = ["SELECT * FROM records_text"]
+    parts = ["SELECT * FROM records_text WHERE kind = 'request'"]
     parts += [f"SELECT * FROM records_src{s.source_id}" + (" WHERE kind = 'request'" if s.source_id in mixed else "")
               for s in sources if s.is_view]
     case.con.execute("CREATE OR REPLACE VIEW records AS " + " UNION ALL ".join(parts))
