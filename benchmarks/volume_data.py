@@ -8,7 +8,8 @@
     gateway_pages(folder, files)           a paged Cloudflare AI Gateway export: one file per record,
         each one NDJSON line (id, created_at, model, status_code, tokens_in/out, metadata as a JSON string)
 
-Known answer (both generators): a request is over the pool (prompt > 681,280) when r % 1000 == 7, served
+Known answer (both generators): a request is over the pool (prompt > 681,280) when r % 1000 == 7 (none
+within 10 minutes of the window's end), served
 ("length") unless r % 7000 == 7 (an abort, 400), inside the window 2026-08-27 .. 2026-09-09 19:40 UTC for
 the first ~45 % of the requests (the log spans a month). volume_bench checks kvir and the baseline agree.
 """
@@ -24,7 +25,11 @@ _REQ = """
 SELECT r,
     TIMESTAMP '2026-08-27 00:00:00' + to_microseconds(CAST(r * $step_us AS BIGINT)) AS t0,
     'req-' || lpad(CAST(r AS VARCHAR), 9, '0') || '-' || substr(md5(CAST(r AS VARCHAR)), 1, 8) AS rid,
-    CASE WHEN r % 1000 = 7 THEN 681281 + CAST(hash(r) % 300000 AS BIGINT)
+    -- over the pool: one request in 1000, none within 10 minutes of the window's end (where its start and
+    -- its finish would fall on different sides, and a baseline that reads only the finish would differ)
+    CASE WHEN r % 1000 = 7 AND abs(epoch(TIMESTAMP '2026-08-27 00:00:00' + to_microseconds(CAST(r * $step_us AS BIGINT)))
+                                   - epoch(TIMESTAMP '2026-09-09 19:40:00')) > 600
+         THEN 681281 + CAST(hash(r) % 300000 AS BIGINT)
          ELSE 1 + CAST(hash(r * 31) % 600000 AS BIGINT) END AS prompt,
     CAST(hash(r * 7) % 2000 AS BIGINT) AS ntok,
     round((hash(r * 13) % 300000) / 1000.0, 3) AS lat,
