@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS sources (
 -- (toolkit/ingest/epilogue.py), has exactly these columns, in this order, with these types
 -- (tests/formats/test_contract.py checks every registered format). An adapter emits the columns it knows;
 -- the epilogue pads the others (DEFAULT, derived from the source's settings, or NULL).
+-- (kind request | skip | bad: case/file_batch counts them); the view `records` reads its requests.
 CREATE TABLE IF NOT EXISTS records_text (
     source_id INTEGER,
     source_line BIGINT,              -- line (or record) number in the file; a Parquet row's number in its file

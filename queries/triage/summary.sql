@@ -24,6 +24,7 @@ SELECT
     (SELECT count(*) FROM triage_hits WHERE other_hit AND NOT hit AND outcome = 'served') AS other_rule_adds,
     (SELECT count(*) FROM triage_hits WHERE hit AND NOT other_hit AND outcome = 'served') AS other_rule_drops,
     (SELECT count(*) FROM affected WHERE conflict) AS affected_with_conflicts,
+    (SELECT count(*) FROM conflicts) AS conflicts,        -- requests whose records disagree (conflicts.csv)
     (SELECT min(ts) FROM affected) AS first_affected,
     (SELECT max(ts) FROM affected) AS last_affected,
     (SELECT count(DISTINCT prefill_node) FROM affected) AS prefill_nodes,

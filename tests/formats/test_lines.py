@@ -57,7 +57,7 @@ def test_every_line_once_with_its_number_length_and_text(tmp_path_factory, lines
         if valid and not chunk_repaired:                                 # valid UTF-8: exact text and length
             assert (text, n, repaired) == (w_text, w_n, False)
         elif valid:                      # a neighbour was repaired: this line's text is exact all the same
-            assert text == w_text or (text == "" and n > max_line_bytes)
+            assert (text == w_text or (text == "" and n > max_line_bytes)) and not repaired
         else:                            # invalid bytes became U+FFFD: flagged (or over-long: no text kept)
             assert (repaired and "\ufffd" in text) or (text == "" and n > max_line_bytes)
             assert n >= w_n

@@ -33,9 +33,45 @@ CASE_DB = "case.duckdb"
 MANIFEST = "manifest.json"
 
 
+# DuckDB's own default memory limit is 80 % of RAM: a big input would then grow the process towards it.
+# kvir bounds it by design (spilling to the case's tmp/ instead), whatever the input's size; the limit
+# is --memory-limit, else KVIR_MEMORY_LIMIT, else DEFAULT_MEMORY_LIMIT (at most 40 % of RAM). Every
+# stage's connection goes through connect(), so every stage honours it.
+DEFAULT_MEMORY_LIMIT = 1 << 30
+
+
+def memory_limit_setting(memory_limit: str | None = None) -> str:
+    """The DuckDB memory_limit to use: the one given, else KVIR_MEMORY_LIMIT, else the default."""
+    if memory_limit:
+        return str(memory_limit)
+    env = os.environ.get("KVIR_MEMORY_LIMIT")
+    if env:
+        return env
+    limit = DEFAULT_MEMORY_LIMIT
+    try:
+        limit = min(limit, int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.4))
+    except (ValueError, OSError, AttributeError):
+        pass
+    return f"{max(limit >> 20, 256)}MiB"
+
+
+def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """The connection's memory_limit in bytes (DuckDB reports it as e.g. '953.6 MiB')."""
+    text = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    units = {"B": 1, "BYTES": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+             "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
+    try:
+        num, unit = str(text).strip().split()
+        return int(float(num) * units[unit.upper()])
+    except (ValueError, KeyError):
+        return DEFAULT_MEMORY_LIMIT
+
+
 def connect(db: str | Path, *, memory_limit: str | None = None, temp_dir: str | Path | None = None,
             threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    """A fresh connection with kvir's settings: UTC session, spill directory, no DuckDB progress printing."""
+    """A fresh connection with kvir's settings: UTC session, bounded memory (memory_limit_setting), a spill
+    directory (the staging folder's tmp/ for a case being written, else a private one under the system's
+    temp folder: never DuckDB's default .tmp in the working directory), no DuckDB progress printing."""
     con = duckdb.connect(str(db))
     con.execute("SET TimeZone = 'UTC'")
     # query_progress() needs the progress bar on; inside a Jupyter kernel without ipywidgets DuckDB
@@ -46,10 +82,9 @@ def connect(db: str | Path, *, memory_limit: str | None = None, temp_dir: str | 
             con.execute(setting)
         except duckdb.Error:
             pass
-    if temp_dir is not None:
-        con.execute("SET temp_directory = $d", {"d": str(temp_dir)})
-    if memory_limit:
-        con.execute("SET memory_limit = $m", {"m": memory_limit})
+    con.execute("SET temp_directory = $d", {"d": str(temp_dir if temp_dir is not None else _spill_dir())})
+    con.execute("SET memory_limit = $m", {"m": memory_limit_setting(memory_limit)})
+    threads = threads or (int(os.environ["KVIR_THREADS"]) if os.environ.get("KVIR_THREADS", "").isdigit() else None)
     if threads:
         con.execute("SET threads = $t", {"t": int(threads)})
     _ensure_macros(con)
@@ -86,6 +121,8 @@ class Case:
     log: QueryLog = field(default_factory=QueryLog)
     home: Path | None = None
     writer: Writer | None = None
+    memory_limit: str | None = None     # as given (connect() resolves the default); kept for reconnecting
+    threads: int | None = None
     read_only: bool = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -105,7 +142,8 @@ class Case:
         except BaseException:
             writer.abort()
             raise
-        case = cls(writer.staging, con, _new_manifest(), home=home, writer=writer)
+        case = cls(writer.staging, con, _new_manifest(), home=home, writer=writer, memory_limit=memory_limit,
+                   threads=threads)
         _OPEN.add(case)
         return case
 
@@ -117,7 +155,8 @@ class Case:
         self.con.close()
         self.writer.commit()
         self.writer, self.path = None, self.home
-        self.con = connect(self.path / CASE_DB, temp_dir=_spill_dir())
+        self.con = connect(self.path / CASE_DB, temp_dir=_spill_dir(), memory_limit=self.memory_limit,
+                           threads=self.threads)
 
     def __hash__(self) -> int:   # identity: cases live in a WeakSet
         return id(self)
@@ -143,6 +182,8 @@ class Case:
                     raise KvirError("the case is open for writing in this process; close it (case.close()) or "
                                     "open it without read_only", path=str(home)) from None
                 con.execute("SET TimeZone = 'UTC'")
+                con.execute("SET memory_limit = $m", {"m": memory_limit_setting()})
+                con.execute("SET temp_directory = $d", {"d": str(_spill_dir())})
             else:   # spill space: the staging folder's (dropped at commit), or the system's for a direct open
                 con = connect(work / CASE_DB, temp_dir=work / "tmp" if writer else _spill_dir())
             manifest = json.loads((work / MANIFEST).read_text()) if (work / MANIFEST).exists() else _new_manifest()

@@ -17,8 +17,9 @@ records_text), joined once to the source's settings:
 Settings defaults: model = the source's served model (engine logs: from server_args= or --served-model;
 other formats: --served-model, used where a record names none); role and node = the source's.
 
-Request fields need no mask: queries/case/stage_to_tables.sql files only requests into records_text, and
-in-place sources (Parquet views) are filtered by kind wherever they are read. Every identifier pasted
+Request fields need no mask: records_text keeps every row an adapter produced, but requests are read only
+through the view `records` (kind = 'request'), and in-place sources (Parquet views) are filtered by kind
+wherever they are read. Every identifier pasted
 here is either a contract column name (checked against [a-z_][a-z0-9_]*) or a kvir-generated relation
 name; the adapter's own columns are read from DuckDB (DESCRIBE), never from user input.
 """

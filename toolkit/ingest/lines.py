@@ -1,9 +1,11 @@
 """Text inputs as Arrow batches of numbered lines, for DuckDB to parse.
 
 Why not DuckDB's own readers for text logs: they cannot say which *line* a record came from
-(`file_row_number` is Parquet-only), read_csv silently drops lines that are not UTF-8 when told to
-ignore errors, and read_json skips blank lines. An incident count must name the file and line of
-every record and lose none, so kvir numbers the lines itself. NumPy finds the newlines of each
+(`file_row_number` is Parquet-only; `row_number() OVER ()` runs the whole scan on one thread; an
+order-preserving insert does not survive the adapters' joins: measured), read_csv takes a lone \r for a
+line break, cuts a line at its delimiter without an error and refuses invalid UTF-8 (or drops the line
+when told to ignore errors), and read_json skips blank lines. An incident count must name the file and
+line of every record and lose none, so kvir numbers the lines itself. NumPy finds the newlines of each
 chunk; no Python code runs per line. Each batch has:
 
     line_no     BIGINT   1-based line number in the (decompressed) file
@@ -12,13 +14,15 @@ chunk; no Python code runs per line. Each batch has:
                 copy of the text, no decode in SQL (empty when the line was too long)
     line_bytes  BIGINT   the line's true length, terminator excluded (in a chunk repaired for invalid
                          UTF-8: the repaired length, each invalid sequence counting as the 3 bytes of U+FFFD)
-    repaired    BOOLEAN  the chunk held invalid UTF-8 and this line may carry U+FFFD replacements
+    repaired    BOOLEAN  the line held invalid UTF-8: each invalid sequence became U+FFFD
 
 gzip and zstd inputs are decompressed on the fly (detected by magic bytes, not by name).
 
-The chunk loop reads into a fresh buffer that the batch then owns (Arrow references it, nothing is
-copied but the unfinished last line), checks UTF-8 once per chunk (an ASCII chunk needs one NumPy
-comparison), and numbers lines with one arange per batch.
+The chunk loop reads into a pooled buffer that the batch then holds (Arrow references it, nothing is
+copied but the unfinished last line; the buffer is reused once no batch refers to it, which saves a
+page fault per 4 KiB), finds the chunk's newlines with one NumPy pass, checks UTF-8 once per chunk (an
+ASCII chunk needs one max()), and numbers lines with one arange per batch. Given a hashlib object it
+hashes the bytes as they are read, so an input's SHA-256 costs no second read.
 """
 from __future__ import annotations
 
@@ -45,7 +49,6 @@ TEXT_SCHEMA = pa.schema([
     ("line_bytes", pa.int64()),
     ("repaired", pa.bool_()),
 ])
-_REPLACEMENT = "\ufffd".encode()
 
 
 def open_maybe_compressed(path: str | Path) -> BinaryIO:
@@ -82,13 +85,15 @@ def head_lines(path: str | Path, max_lines: int = 50, max_bytes: int = 1 << 20) 
 
 def iter_line_batches(path: str | Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                       chunk_bytes: int = CHUNK_BYTES, on_bytes: Callable[[int], None] | None = None,
-                      text: bool = False) -> Iterator[pa.RecordBatch]:
+                      text: bool = False, digest=None) -> Iterator[pa.RecordBatch]:
     """Yield numbered-line batches covering every line of the file exactly once.
     on_bytes(n) is called with the number of (decompressed) bytes of each chunk read, for progress.
-    text=True: `line` is VARCHAR without its terminator (TEXT_SCHEMA); else BLOB with it (SCHEMA)."""
+    text=True: `line` is VARCHAR without its terminator (TEXT_SCHEMA); else BLOB with it (SCHEMA).
+    digest: a hashlib object updated with every byte read, for an uncompressed file (its SHA-256 then
+    costs no second read; for a compressed file the bytes read are not the file's)."""
     emit = _text_batch if text else _blob_batch
     with open_maybe_compressed(path) as f:
-        yield from _batches(f, max_line_bytes, chunk_bytes, on_bytes, emit)
+        yield from _batches(f, max_line_bytes, chunk_bytes, on_bytes, emit, digest)
 
 
 def line_reader(path: str | Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, on_bytes=None,
@@ -97,89 +102,163 @@ def line_reader(path: str | Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, 
                                              iter_line_batches(path, max_line_bytes, on_bytes=on_bytes, text=text))
 
 
-def _read_chunk(f: BinaryIO, carry: bytes, chunk_bytes: int) -> tuple[bytearray, int]:
-    """A fresh buffer holding carry + up to chunk_bytes new bytes, and the number of new bytes."""
-    buf = bytearray(len(carry) + chunk_bytes)
-    buf[: len(carry)] = carry
-    view = memoryview(buf)[len(carry):]
+class _BufferPool:
+    """Chunk buffers, reused once nothing references them any more.
+
+    A batch's lines are views over its chunk's buffer, so a buffer lives as long as Arrow (and DuckDB's
+    scan of it) holds the batch; Python's reference count says when that has ended. A fresh buffer costs a
+    page fault per 4 KiB when first written, which is as much CPU as reading the bytes: reusing buffers
+    halves the reader's cost. At most `keep` buffers are pooled (the reading pipeline holds a few chunk
+    tables at a time); a request larger than a pooled buffer gets a fresh one."""
+
+    def __init__(self, size: int, keep: int = 48):
+        import threading
+
+        self.size, self.keep = size, keep
+        self.buffers: list[np.ndarray] = []
+        self.lock = threading.Lock()
+
+    def take(self, n: int) -> np.ndarray:
+        import sys
+
+        if n > self.size:
+            return np.empty(n, np.uint8)
+        with self.lock:
+            for b in self.buffers:
+                if sys.getrefcount(b) == 3:      # the list, the loop variable, the call: nobody else
+                    return b[:n]
+            if len(self.buffers) >= self.keep:
+                return np.empty(n, np.uint8)
+            b = np.empty(self.size, np.uint8)
+            self.buffers.append(b)
+            return b[:n]
+
+
+_POOLS: dict[int, _BufferPool] = {}
+
+
+def _pool(chunk_bytes: int) -> _BufferPool:
+    p = _POOLS.get(chunk_bytes)
+    if p is None:
+        p = _POOLS.setdefault(chunk_bytes, _BufferPool(chunk_bytes + (1 << 20)))
+    return p
+
+
+def _read_chunk(f: BinaryIO, carry: np.ndarray | bytes, chunk_bytes: int, digest=None) -> tuple[np.ndarray, int]:
+    """A buffer holding carry + up to chunk_bytes new bytes, and the number of new bytes.
+
+    The buffer is never much larger than what it holds: a batch keeps its chunk's buffer alive (the lines
+    are views over it), so a one-line file must not pin a whole chunk. A plain file's remaining size
+    bounds the buffer; at the end of a stream a short read is copied out of the (pooled) chunk buffer."""
+    want = chunk_bytes
+    left = _remaining(f)
+    if left is not None:
+        want = max(1, min(chunk_bytes, left + 1))    # + 1: a file that grew still ends with a short read
+    k = len(carry)
+    buf = _pool(chunk_bytes).take(k + want) if want == chunk_bytes else np.empty(k + want, np.uint8)
+    if k:
+        buf[:k] = np.frombuffer(carry, np.uint8) if isinstance(carry, bytes) else carry
+    view = memoryview(buf)[k:]
     got = 0
-    while got < chunk_bytes:
+    while got < want:
         n = f.readinto(view[got:])  # type: ignore[attr-defined]
         if not n:
             break
         got += n
+    if digest is not None and got:
+        digest.update(view[:got])
+    view.release()
+    if got < want and want - got > (64 << 10):
+        buf = buf[:k + got].copy()
     return buf, got
 
 
-def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit) -> Iterator[pa.RecordBatch]:
+def _remaining(f: BinaryIO) -> int | None:
+    """Bytes left in a plain file (None for a decompressing stream or a pipe)."""
+    if not isinstance(f, io.BufferedReader) or type(f.raw) is not io.FileIO:
+        return None
+    try:
+        import os
+
+        return max(0, os.fstat(f.fileno()).st_size - f.tell())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit, digest=None) -> Iterator[pa.RecordBatch]:
     line_no = 1
-    carry = b""
+    carry: np.ndarray | bytes = b""
     skipping = 0  # > 0: inside an over-long line; bytes of it seen so far (content dropped)
     skip_cr = False  # the skipped bytes so far end with \r (of a \r\n split across chunks)
     while True:
-        buf, got = _read_chunk(f, b"" if skipping else carry, chunk_bytes)
+        buf, got = _read_chunk(f, b"" if skipping else carry, chunk_bytes, digest)
         if not got:
             break
         if on_bytes is not None:
             on_bytes(got)
         start = 0
         size = got if skipping else len(carry) + got
-        arr = np.frombuffer(buf, np.uint8, count=size)
+        arr = buf[:size]
+        nl = np.flatnonzero(arr == 10)       # every newline of the chunk, found once
         if skipping:
-            nl = buf.find(b"\n", 0, size)
-            if nl < 0:
+            if not len(nl):
                 skipping += size
-                skip_cr = buf[size - 1] == 13
+                skip_cr = arr[size - 1] == 13
                 continue
-            cr = buf[nl - 1] == 13 if nl > 0 else skip_cr     # the terminator is \r\n: not part of the length
-            yield emit(None, None, False, line_no, max_line_bytes, skipping + nl - cr)
+            first = int(nl[0])
+            cr = bool(arr[first - 1] == 13) if first > 0 else skip_cr   # \r\n: the \r is not part of the length
+            yield emit(None, None, None, line_no, max_line_bytes, skipping + first - cr)
             line_no += 1
             skipping = 0
-            start = nl + 1
-        last_nl = buf.rfind(b"\n", start, size)
-        if last_nl < 0:
+            start = first + 1
+            nl = nl[1:]
+        if not len(nl):
             rest = size - start
             if rest > max_line_bytes:
-                skipping, carry, skip_cr = rest, b"", buf[size - 1] == 13
+                skipping, carry, skip_cr = rest, b"", bool(arr[size - 1] == 13)
             else:
-                carry = bytes(buf[start:size])
+                carry = arr[start:size].copy()
             continue
+        last_nl = int(nl[-1])
         body = arr[start: last_nl + 1]
-        carry = bytes(buf[last_nl + 1: size])
-        batch = emit(*_validated(body), line_no, max_line_bytes)
+        carry = arr[last_nl + 1: size].copy()
+        batch = emit(*_validated(body, nl - start if start else nl), line_no, max_line_bytes)
         line_no += batch.num_rows
         yield batch
         if len(carry) > max_line_bytes:
-            skipping, carry, skip_cr = len(carry), b"", carry.endswith(b"\r")
+            skipping, carry, skip_cr = len(carry), b"", bool(carry[-1] == 13)
     if skipping:   # an over-long last line without a newline (a trailing \r ends it, as for short lines)
-        yield emit(None, None, False, line_no, max_line_bytes, skipping - skip_cr)
-    elif carry:  # last line without a trailing newline
-        yield emit(*_validated(np.frombuffer(carry + b"\n", np.uint8)), line_no, max_line_bytes)
+        yield emit(None, None, None, line_no, max_line_bytes, skipping - skip_cr)
+    elif len(carry):  # last line without a trailing newline
+        body = np.concatenate([np.frombuffer(carry, np.uint8) if isinstance(carry, bytes) else carry,
+                               np.array([10], np.uint8)])
+        yield emit(*_validated(body, np.array([len(body) - 1], np.int64)), line_no, max_line_bytes)
 
 
-def _validated(body: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(body, newline offsets, repaired). body ends with a newline. An ASCII chunk is valid UTF-8 as is;
-    otherwise it is decoded once, and on failure re-encoded with U+FFFD for each invalid sequence
-    (a newline byte is never part of one, so the lines stay the same lines)."""
-    repaired = False
-    if (body >= 0x80).any():
+def _validated(body: np.ndarray, nl: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(body, newline offsets, repaired lines or None). body ends with a newline; nl are its newline
+    offsets. An ASCII chunk is valid UTF-8 as is; otherwise it is decoded once, and on failure each line
+    holding a byte >= 0x80 is checked on its own (the invalid ones are `repaired`: a valid U+FFFD in the
+    log is not), then the chunk is re-encoded with U+FFFD for each invalid sequence (a newline byte is
+    never part of one, so the lines stay the same lines)."""
+    if len(body) and body.max() >= 0x80:
         try:
             codecs.utf_8_decode(body.data, "strict", True)
         except UnicodeDecodeError:
-            body = np.frombuffer(body.tobytes().decode("utf-8", "replace").encode("utf-8"), np.uint8)
-            repaired = True
-    return body, np.flatnonzero(body == 10), repaired
+            raw = body.tobytes()
+            starts = np.concatenate(([0], nl[:-1] + 1))
+            flags = np.zeros(len(nl), bool)
+            for i in np.unique(np.searchsorted(nl, np.flatnonzero(body >= 0x80))):   # lines with non-ASCII bytes
+                try:
+                    raw[starts[i]:nl[i]].decode("utf-8")
+                except UnicodeDecodeError:
+                    flags[i] = True
+            body = np.frombuffer(raw.decode("utf-8", "replace").encode("utf-8"), np.uint8)
+            return body, np.flatnonzero(body == 10), flags
+    return body, nl, None
 
 
-def _repaired_rows(body: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
-    marks = _find_all(body, _REPLACEMENT)
-    out = np.zeros(n, bool)
-    if len(marks):
-        out[np.searchsorted(starts, marks, side="right") - 1] = True
-    return out
-
-
-def _blob_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_any: bool, first_line_no: int,
+def _blob_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_rows: np.ndarray | None, first_line_no: int,
                 max_line_bytes: int, skipped_len: int | None = None) -> pa.RecordBatch:
     """One row per line, BLOB with the newline. Over-long lines keep their length but lose content."""
     if skipped_len is not None:
@@ -196,13 +275,13 @@ def _blob_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_any: bo
         data = body[np.repeat(~too_long, sizes)]
         starts = np.concatenate(([0], np.cumsum(np.where(too_long, 0, sizes)))).astype(np.int64)
     lines = pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(starts), pa.py_buffer(data)])
-    repaired = _repaired_rows(data, starts, n) if repaired_any else np.zeros(n, bool)
+    repaired = repaired_rows if repaired_rows is not None else np.zeros(n, bool)
     return pa.RecordBatch.from_arrays(
         [pa.array(np.arange(first_line_no, first_line_no + n, dtype=np.int64)), lines,
          pa.array(lengths.astype(np.int64)), pa.array(repaired)], schema=SCHEMA)
 
 
-def _text_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_any: bool, first_line_no: int,
+def _text_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_rows: np.ndarray | None, first_line_no: int,
                 max_line_bytes: int, skipped_len: int | None = None) -> pa.RecordBatch:
     """One row per line, a string view over the chunk without the terminator (\\n or \\r\\n)."""
     if skipped_len is not None:
@@ -218,7 +297,7 @@ def _text_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_any: bo
     too_long = lengths > max_line_bytes
     shown = np.where(too_long, 0, lengths).astype(np.int32)
     lines = _string_views(body, starts, shown)
-    repaired = _repaired_rows(body, starts, n) if repaired_any else np.zeros(n, bool)
+    repaired = repaired_rows if repaired_rows is not None else np.zeros(n, bool)
     return pa.RecordBatch.from_arrays(
         [pa.array(np.arange(first_line_no, first_line_no + n, dtype=np.int64)), lines,
          pa.array(lengths.astype(np.int64)), pa.array(repaired)], schema=TEXT_SCHEMA)
@@ -228,22 +307,25 @@ def _string_views(body: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     """Arrow Utf8View over `body`: 16 bytes per value. Values of up to 12 bytes are inlined
     (length, 12 data bytes); longer ones hold (length, 4-byte prefix, buffer 0, offset)."""
     n = len(starts)
-    views = np.zeros((n, 16), np.uint8)
-    v32 = views.view(np.int32)
+    v32 = np.zeros((n, 4), np.int32)
     v32[:, 0] = lengths
     long_ = lengths > 12
     if long_.any():
         li = np.flatnonzero(long_)
-        views[li, 4:8] = body[starts[li, None] + np.arange(4)]
+        # the 4-byte prefixes in one gather, through an unaligned 4-byte view of the chunk (every long
+        # value has at least 13 bytes after its start, so the view never reads past the chunk)
+        words = np.ndarray((len(body) - 3,), np.int32, buffer=body, strides=(1,))
+        v32[li, 1] = words[starts[li]]
         v32[li, 3] = starts[li]
     short = ~long_ & (lengths > 0)
     if short.any():
+        views = v32.view(np.uint8)
         si = np.flatnonzero(short)
         idx = np.minimum(starts[si, None] + np.arange(12), len(body) - 1)
         inline = body[idx]
         inline[np.arange(12)[None, :] >= lengths[si, None]] = 0
         views[si, 4:16] = inline
-    return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), pa.py_buffer(body)])
+    return pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(v32), pa.py_buffer(body)])
 
 
 def _single(line_no: int, true_len: int, text: bool) -> pa.RecordBatch:
@@ -251,76 +333,3 @@ def _single(line_no: int, true_len: int, text: bool) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
         [pa.array([line_no], pa.int64()), pa.array([b"" if not text else ""], pa.string_view() if text else pa.large_binary()),
          pa.array([true_len], pa.int64()), pa.array([False])], schema=TEXT_SCHEMA if text else SCHEMA)
-
-
-def _find_all(data: np.ndarray, needle: bytes) -> np.ndarray:
-    """Offsets of every occurrence of a 3-byte needle (vectorised)."""
-    b = data
-    if len(b) < 3:
-        return np.empty(0, np.int64)
-    hit = (b[:-2] == needle[0]) & (b[1:-1] == needle[1]) & (b[2:] == needle[2])
-    return np.flatnonzero(hit)
-
-
-def interleave(producers: list[Callable[[], Iterator[pa.RecordBatch]]], workers: int | None = None,
-               queue_size: int = 4) -> Iterator[pa.RecordBatch]:
-    """Run several batch producers (one per file) in threads and yield their batches as they come.
-
-    Each batch carries its own source and line numbers, so arrival order does not matter. NumPy and file
-    reads release the GIL, so files are split in parallel while DuckDB parses what is ready; at most
-    queue_size batches per worker wait in memory. An exception in a producer is raised here."""
-    import os
-    import queue
-    import threading
-
-    if not producers:
-        return
-    workers = max(1, min(len(producers), workers or os.cpu_count() or 1))
-    if workers == 1:
-        for make in producers:
-            yield from make()
-        return
-    q: queue.Queue = queue.Queue(maxsize=queue_size * workers)
-    todo = list(reversed(producers))
-    lock = threading.Lock()
-    stop = threading.Event()
-    done = object()
-
-    def work() -> None:
-        try:
-            while not stop.is_set():
-                with lock:
-                    if not todo:
-                        break
-                    make = todo.pop()
-                for batch in make():
-                    while not stop.is_set():
-                        try:
-                            q.put(batch, timeout=0.1)
-                            break
-                        except queue.Full:
-                            continue
-                    if stop.is_set():
-                        return
-        except BaseException as e:  # handed to the consumer, which raises it
-            q.put(e)
-        finally:
-            q.put(done)
-
-    threads = [threading.Thread(target=work, daemon=True) for _ in range(workers)]
-    for t in threads:
-        t.start()
-    finished = 0
-    try:
-        while finished < workers:
-            item = q.get()
-            if item is done:
-                finished += 1
-            elif isinstance(item, BaseException):
-                raise item
-            else:
-                yield item
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(timeout=5)

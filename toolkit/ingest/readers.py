@@ -74,7 +74,7 @@ def _is_object(line: str) -> bool:
 
 
 def records_input(case: "Case", group: list["Source"], opts: "IngestOptions",
-                  on_bytes: Callable[[int], None] | None = None) -> pa.RecordBatchReader:
+                  on_bytes: Callable[[int], None] | None = None, tag=None) -> pa.RecordBatchReader:
     """The records of every file in the group as one stream, each row tagged with its source_id.
     Documents and CSV files are read first (DuckDB reads them, and a connection cannot run a query
     while it feeds another); NDJSON files are streamed as the adapter consumes them."""
@@ -90,6 +90,8 @@ def records_input(case: "Case", group: list["Source"], opts: "IngestOptions",
                 yield from tables[src.source_id].to_batches()
                 continue
             for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
+                if tag is not None:   # the batch's bookkeeping (repaired lines: kvir.ingest.run.BatchReading)
+                    tag(b, src.source_id)
                 yield tagged(b, src.source_id, opts.max_line_bytes)
     return pa.RecordBatchReader.from_batches(RECORD_SCHEMA, batches())
 
@@ -135,7 +137,7 @@ _CASES = " ".join(
     f"WHEN json_type(j -> '$.{k}') = 'ARRAY' THEN json_extract(j, '$.{k}[*]')" for k in RECORD_KEYS)
 _DOC_SQL = f"""
     WITH d AS (SELECT row_number() OVER () AS doc_no, json AS j
-               FROM read_json_objects($p, format = $fmt, maximum_object_size = 2147483647)),
+               FROM read_json_objects($p, format = $fmt, maximum_object_size = $max_object)),
     e AS (SELECT doc_no, CASE WHEN json_type(j) = 'ARRAY' THEN json_extract(j, '$[*]') {_CASES} ELSE [j] END AS recs
           FROM d)
     SELECT $sid::INTEGER AS source_id, row_number() OVER (ORDER BY e.doc_no, u.i)::BIGINT AS line_no,
@@ -145,12 +147,26 @@ _DOC_SQL = f"""
     ORDER BY line_no"""
 
 
+def _max_object_bytes(case: "Case", path: Path) -> int:
+    """read_json_objects' maximum_object_size: DuckDB allocates buffers of about twice it up front, so it
+    must not be the 2 GiB maximum under a bounded memory limit. An uncompressed document is no larger than
+    its file; a compressed one gets a quarter of the memory limit (a larger document is quarantined with
+    DuckDB's reason, never cut)."""
+    from kvir.case.store import memory_limit_bytes
+    from kvir.ingest.lines import compression_of
+
+    limit = memory_limit_bytes(case.con)
+    size = path.stat().st_size + 1 if compression_of(path) is None else limit // 4
+    return int(max(1 << 20, min(size, (1 << 31) - 1, max(1 << 20, limit // 3))))
+
+
 def _document_records(case: "Case", src: "Source", shape: str) -> pa.Table:
     """Records of a JSON document: array elements (streamed), or the array under a known key, or the
     object itself. A document DuckDB cannot parse is one record whose problem says so."""
     fmt = "array" if shape == "array" else "unstructured"
     try:
-        return case.con.sql(_DOC_SQL, params={"p": str(src.paths[0]), "fmt": fmt, "sid": src.source_id}).to_arrow_table()
+        return case.con.sql(_DOC_SQL, params={"p": str(src.paths[0]), "fmt": fmt, "sid": src.source_id,
+                                              "max_object": _max_object_bytes(case, src.paths[0])}).to_arrow_table()
     except Exception as e:  # noqa: BLE001 - any reader failure becomes a counted, quarantined record
         with open_maybe_compressed(src.paths[0]) as f:
             size = len(f.read())

@@ -3,7 +3,8 @@
     sources      one row per input (a file, or a Parquet dataset): format, how it was chosen, time zone,
                  served model, node, role, size, SHA-256, and read = parsed + quarantined counts
     records      one row per request record any source holds (text inputs are parsed once into the
-                 table records_text; Parquet inputs stay in place behind views records_srcN)
+                 table records_text, which keeps every row an adapter produced: request, skip or bad;
+                 Parquet inputs stay in place behind views records_srcN)
     quarantine   every record that could not be normalised: source, line, reason (raw text only with
                  keep_raw)
     source_counts  per source, kind (request | skip | bad) and reason: nothing is dropped unaccounted
@@ -19,15 +20,15 @@ from typing import Any
 import pyarrow as pa
 
 from kvir.ingest import formats as fmts
-from kvir.case.store import Case
+from kvir.case.store import Case, memory_limit_bytes
 from kvir.core.errors import InputError
-from kvir.ingest.lines import compression_of, interleave, iter_line_batches
+from kvir.ingest.lines import compression_of, iter_line_batches
 from kvir.ingest.epilogue import compile_adapter
-from kvir.ingest.joins import join_evidence
+from kvir.ingest.joins import join_evidence, plan_passes
 from kvir.ingest.mapped import ingest_parquet, mapped_input
 from kvir.ingest.readers import RECORD_SCHEMA, records_input, tagged
-from kvir.ingest.settings import write_extra_settings
-from kvir.ingest.stage import fill_stage
+from kvir.ingest.settings import extra_settings
+from kvir.ingest.stage import CHUNK_BYTES, interleave, run_adapter
 from kvir.core.progress import ByteCounter, Reporter
 from kvir.ingest.inputs import Skipped
 from kvir.ingest.sources import IngestOptions, Source, input_digest, plan_inputs, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
@@ -51,8 +52,9 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     case.manifest["skipped_inputs"] = [{"path": str(s.path), "reason": s.reason} for s in skipped]
     t_all = time.perf_counter()
     sizes = {s.source_id: sum(p.stat().st_size for p in s.paths) for s in sources}
-    for src in sources:
-        _register_source(case, src, opts, sizes[src.source_id])
+    _register_sources(case, sources, opts, sizes)
+    seconds: dict[int, float] = {}
+    digests: dict[int, str] = {}      # SHA-256 of the files the line reader hashed as it read them
     all_bytes = float(sum(sizes.values())) or 1.0
     bar = reporter.add_task(f"read {len(sources)} input{'s' * (len(sources) != 1)}", total=all_bytes)
     done = 0.0
@@ -62,7 +64,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
             t0 = time.perf_counter()
             reporter.run(f"read {Path(src.label).name}", lambda s=src: ingest_parquet(case, s), con=con,
                          task=bar, base=done, span=sizes[src.source_id])
-            _set_seconds(case, [src], time.perf_counter() - t0)
+            _share_seconds(seconds, [src], time.perf_counter() - t0)
             done += sizes[src.source_id]
         else:
             batches.setdefault((src.format.name, _variant(src)), []).append(src)
@@ -72,13 +74,14 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
         counter = ByteCounter()
         compressed = any(compression_of(s.paths[0]) for s in group)
         label = f"read {len(group)} {fmt} file{'s' * (len(group) != 1)}"
-        reporter.run(label, lambda g=group: _ingest_batch(case, g, opts, counter.add), counter=counter,
+        reading = BatchReading()
+        reporter.run(label, lambda g=group, r=reading: _ingest_batch(case, g, opts, counter.add, r), counter=counter,
                      total=None if compressed else span, con=con, task=bar, base=done, span=span)
-        _set_seconds(case, group, time.perf_counter() - t0)
+        _share_seconds(seconds, group, time.perf_counter() - t0)
+        digests.update(reading.digests)
         done += span
     reporter.describe(bar, f"read {len(sources)} input{'s' * (len(sources) != 1)}")
-    for src in sources:
-        con.execute("UPDATE sources SET notes = $n WHERE source_id = $id", {"n": src.notes, "id": src.source_id})
+    _finish_sources(case, sources, seconds, digests)
     _build_records_view(case, sources)
     reporter.run("merge records into requests", lambda: _build_requests(case, sources, opts), con=con)
     case.manifest["timings"]["ingest_s"] = round(time.perf_counter() - t_all, 3)
@@ -86,40 +89,86 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     return source_counts(case)
 
 
-def _register_source(case: Case, src: Source, opts: IngestOptions, size: int) -> None:
-    """The sources row, the source's settings row, and its manifest entry (with SHA-256)."""
-    digest = input_digest(src, opts.hash)
-    case.con.execute(
-        "INSERT INTO sources (source_id, label, format, chosen_by, files, size_bytes, sha256, compression, "
-        "source_tz, served_model, served_model_source, node, role, year, notes) "
-        "VALUES ($id, $label, $format, $how, $files, $size, $sha, $comp, $tz, $model, $model_src, $node, $role, $year, $notes)",
-        {"id": src.source_id, "label": src.label, "format": src.format.name, "how": src.chosen_by,
-         "files": [str(p) for p in src.paths], "size": size, "sha": digest,
-         "comp": compression_of(src.paths[0]) if not src.is_view else None,
-         "tz": src.tz.text if src.tz else None, "model": src.served_model,
-         "model_src": src.served_model_source or None, "node": src.node, "role": src.role,
-         "year": src.year, "notes": src.notes})
-    case.con.execute(
-        "INSERT INTO source_settings (source_id, tz_iana, tz_offset_min, served_model, node, role, year, keep_raw, "
-        "max_line_bytes) VALUES ($id, $tz, $off, $model, $node, $role, $year, $keep, $maxb)",
-        {"id": src.source_id, "tz": src.tz.iana if src.tz else None,
-         "off": src.tz.offset_minutes if src.tz else None, "model": src.served_model,
-         "node": src.node, "role": src.role, "year": src.year, "keep": opts.keep_raw,
-         "maxb": opts.max_line_bytes})
-    write_extra_settings(case, src)
-    case.manifest["inputs"].append({
-        "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
-        "files": [{"path": str(p), "size_bytes": p.stat().st_size} for p in src.paths],
-        "sha256": digest, "source_tz": src.tz.text if src.tz else None,
-        "served_model": src.served_model, "served_model_source": src.served_model_source,
-        "node": src.node, "role": src.role, "notes": src.notes})
+# One statement per table for all sources, however many: a statement costs milliseconds (tens with a
+# primary key to check), and its undo data stays until the transaction ends, so per-file statements made
+# a folder of 10,000 one-record pages take minutes and gigabytes.
+_SOURCE_COLUMNS = {
+    "source_id": pa.int32(), "label": pa.string(), "format": pa.string(), "chosen_by": pa.string(),
+    "files": pa.list_(pa.string()), "size_bytes": pa.int64(), "sha256": pa.string(), "compression": pa.string(),
+    "source_tz": pa.string(), "served_model": pa.string(), "served_model_source": pa.string(),
+    "node": pa.string(), "role": pa.string(), "year": pa.int32(), "notes": pa.list_(pa.string()),
+}
+_SETTINGS_COLUMNS = {
+    "source_id": pa.int32(), "tz_iana": pa.string(), "tz_offset_min": pa.int32(), "served_model": pa.string(),
+    "node": pa.string(), "role": pa.string(), "year": pa.int32(), "keep_raw": pa.bool_(),
+    "max_line_bytes": pa.int64(), "file_name": pa.string(), "window_start": pa.timestamp("us", "UTC"),
+    "window_end": pa.timestamp("us", "UTC"),
+    "tz_spans": pa.struct([(f"{k}{i}", pa.int32() if k == "off" else pa.timestamp("us"))
+                           for i in range(1, 5) for k in ("lo", "hi", "off")]),
+}
 
 
-def _set_seconds(case: Case, group: list[Source], seconds: float) -> None:
+def _insert_rows(case: Case, table: str, columns: dict[str, pa.DataType], rows: list[dict[str, Any]]) -> None:
+    """INSERT the rows (dicts) into `table` (a kvir table name) in one statement, by column name."""
+    name = f"{table}_new_rows"
+    data = pa.Table.from_pylist(rows, schema=pa.schema(list(columns.items())))
+    case.con.register(name, data)
+    try:
+        case.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")
+    finally:
+        case.con.unregister(name)
+
+
+def _register_sources(case: Case, sources: list[Source], opts: IngestOptions, sizes: dict[int, int]) -> None:
+    """The sources rows, the sources' settings rows, and their manifest entries (with SHA-256)."""
+    src_rows, set_rows = [], []
+    for src in sources:
+        digest = None if hashed_while_read(src, opts) else input_digest(src, opts.hash)   # else: filled in as read
+        src_rows.append({
+            "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
+            "files": [str(p) for p in src.paths], "size_bytes": sizes[src.source_id], "sha256": digest,
+            "compression": compression_of(src.paths[0]) if not src.is_view else None,
+            "source_tz": src.tz.text if src.tz else None, "served_model": src.served_model,
+            "served_model_source": src.served_model_source or None, "node": src.node, "role": src.role,
+            "year": src.year, "notes": list(src.notes)})
+        set_rows.append({
+            "source_id": src.source_id, "tz_iana": src.tz.iana if src.tz else None,
+            "tz_offset_min": src.tz.offset_minutes if src.tz else None, "served_model": src.served_model,
+            "node": src.node, "role": src.role, "year": src.year, "keep_raw": opts.keep_raw,
+            "max_line_bytes": opts.max_line_bytes, **extra_settings(src)})
+        case.manifest["inputs"].append({
+            "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
+            "files": [{"path": str(p), "size_bytes": p.stat().st_size} for p in src.paths],
+            "sha256": digest, "source_tz": src.tz.text if src.tz else None,
+            "served_model": src.served_model, "served_model_source": src.served_model_source,
+            "node": src.node, "role": src.role, "notes": src.notes})
+    _insert_rows(case, "sources", _SOURCE_COLUMNS, src_rows)
+    _insert_rows(case, "source_settings", _SETTINGS_COLUMNS, set_rows)
+
+
+def _share_seconds(seconds: dict[int, float], group: list[Source], spent: float) -> None:
     """Time spent, shared evenly by the sources of one batch."""
     for s in group:
-        case.con.execute("UPDATE sources SET seconds = $s WHERE source_id = $id",
-                         {"s": round(seconds / len(group), 4), "id": s.source_id})
+        seconds[s.source_id] = round(spent / len(group), 4)
+
+
+def _finish_sources(case: Case, sources: list[Source], seconds: dict[int, float], digests: dict[int, str]) -> None:
+    """Each source's notes (readers add some), seconds and the SHA-256 taken while reading, in one statement."""
+    for entry in case.manifest["inputs"]:
+        if entry["source_id"] in digests:
+            entry["sha256"] = digests[entry["source_id"]]
+    name = "sources_finished"
+    data = pa.table({"source_id": pa.array([s.source_id for s in sources], pa.int32()),
+                     "notes": pa.array([list(s.notes) for s in sources], pa.list_(pa.string())),
+                     "seconds": pa.array([seconds.get(s.source_id) for s in sources], pa.float64()),
+                     "sha256": pa.array([digests.get(s.source_id) for s in sources], pa.string())})
+    case.con.register(name, data)
+    try:
+        case.con.execute(f"UPDATE sources SET notes = f.notes, seconds = f.seconds, "
+                         f"sha256 = coalesce(f.sha256, sources.sha256) FROM {name} AS f "
+                         "WHERE sources.source_id = f.source_id")
+    finally:
+        case.con.unregister(name)
 
 
 def _variant(src: Source) -> str:
@@ -132,36 +181,109 @@ def _variant(src: Source) -> str:
 
 
 def _build_requests(case: Case, sources: list[Source], opts: IngestOptions | None = None) -> None:
+    """`requests` (a view: records that are one request each, plus the merged ones) and `conflicts`."""
     # one record per request only for generic mapped sources; every log format can hold several
     # records of one request (received/finished, PD copies, retries, overlapping pages)
     merged = len(sources) > 1 or any(not s.format.name.startswith("generic") for s in sources) or \
         any("bootstrap_room" in s.columns for s in sources)
-    case.run("case/requests_merged" if merged else "case/requests_direct")
-    if merged:
+    case.run("case/conflicts_table")
+    if not merged:
+        case.run("case/requests_direct")
+        return
+    case.run("case/spec_tables")      # the incident's models, for the most exposing reading (if a spec was recorded)
+    case.run("case/requests_merged")
+    if case.con.execute("SELECT count(*) FROM requests_grouped WHERE conflict").fetchone()[0]:
+        case.run("case/conflicts")
+    if plan_passes(sources):          # the evidence join rewrites requests: it needs a table
+        case.con.execute("CREATE TABLE requests_joined AS SELECT * FROM requests")
+        case.con.execute("DROP VIEW requests")
+        case.con.execute("ALTER TABLE requests_joined RENAME TO requests")
         join_evidence(case, sources, (opts or IngestOptions()).join_tolerance_s)
 
 
-def _lines_of(group: list[Source], opts: IngestOptions, on_bytes=None) -> pa.RecordBatchReader:
+class BatchReading:
+    """What the readers learn while a batch streams by: each uncompressed file's SHA-256 (computed from
+    the bytes read, so a file is read once), and the lines the reader repaired for invalid UTF-8 (few:
+    kept as (source_id, line_no) for queries/case/invalid_utf8.sql)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.digests: dict[int, str] = {}
+        self.repaired: list[tuple[int, int]] = []
+        self.lock = threading.Lock()
+
+    def note(self, batch: pa.RecordBatch, source_id: int) -> None:
+        """Keep the numbers of the batch's lines the reader repaired."""
+        rep = batch.column("repaired")
+        if rep.true_count if hasattr(rep, "true_count") else any(rep.to_pylist()):
+            nos = batch.column("line_no").to_numpy()[rep.to_numpy(zero_copy_only=False)]
+            with self.lock:
+                self.repaired += [(source_id, int(n)) for n in nos]
+
+    def lines(self, src: Source, opts: IngestOptions, on_bytes=None, hashed: bool = False):
+        """The file's numbered lines, tagged; with hashed, its SHA-256 computed on the way."""
+        import hashlib
+
+        h = hashlib.sha256() if hashed else None
+        for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True, digest=h):
+            self.note(b, src.source_id)
+            yield tagged(b, src.source_id, opts.max_line_bytes)
+        if h is not None:
+            self.digests[src.source_id] = h.hexdigest()
+
+
+def _file_batch(case: Case, group: list[Source], reading: BatchReading) -> None:
+    """After a batch's records are in records_text: records whose identifiers hold invalid UTF-8 are
+    quarantined, then the quarantine and every source's counts are filed (queries/case/file_batch.sql)."""
+    tag = f"batch{group[0].source_id}"
+    tables = {f"{tag}_ids": pa.table({"source_id": pa.array([s.source_id for s in group], pa.int32())})}
+    if reading.repaired:
+        tables[f"{tag}_repaired"] = pa.table({"source_id": pa.array([r[0] for r in reading.repaired], pa.int32()),
+                                              "line_no": pa.array([r[1] for r in reading.repaired], pa.int64())})
+    for name, t in tables.items():
+        case.con.register(name, t)
+    try:
+        if reading.repaired:
+            case.run("case/invalid_utf8", inputs={"records": "records_text", "repaired": f"{tag}_repaired"})
+        case.run("case/file_batch", inputs={"batch": f"{tag}_ids"})
+    finally:
+        for name in tables:
+            case.con.unregister(name)
+
+
+def _chunk_bytes(con) -> int:
+    """Lines handed to DuckDB per chunk: about three chunks are held at once (one parsed, one read ahead,
+    one being filled), so an eighth of the memory limit, between 16 and 128 MiB."""
+    return max(16 << 20, min(CHUNK_BYTES, memory_limit_bytes(con) // 8))
+
+
+def hashed_while_read(src: Source, opts: IngestOptions) -> bool:
+    """Is the source's SHA-256 taken by the line reader (an uncompressed text file read line by line)?"""
+    return (opts.hash != "none" and src.format.reader == "lines" and len(src.paths) == 1
+            and compression_of(src.paths[0]) is None)
+
+
+def _lines_of(group: list[Source], opts: IngestOptions, reading: BatchReading, on_bytes=None) -> pa.RecordBatchReader:
     """The numbered lines of every file in the group, one stream, each row tagged with its source_id."""
     def producer(src: Source):
-        def batches():
-            for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
-                yield tagged(b, src.source_id, opts.max_line_bytes)
-        return batches
-    # several files are split in parallel threads (kvir.lines.interleave); each row keeps its source and line
+        return lambda: reading.lines(src, opts, on_bytes, hashed_while_read(src, opts))
+    # several files are split in parallel threads (kvir.ingest.stage.interleave); each row keeps its source and line
     return pa.RecordBatchReader.from_batches(RECORD_SCHEMA, interleave([producer(s) for s in group]))
 
 
-def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes=None) -> None:
+def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes=None,
+                  reading: BatchReading | None = None) -> None:
     con = case.con
     fmt = group[0].format
+    reading = reading or BatchReading()
     name = f"batch{group[0].source_id}_input"
     reader = fmt.reader
     inp: Any
     if reader == "lines":
-        inp = _lines_of(group, opts, on_bytes)
+        inp = _lines_of(group, opts, reading, on_bytes)
     elif reader == "records":
-        inp = records_input(case, group, opts, on_bytes)
+        inp = records_input(case, group, opts, on_bytes, reading.note)
     elif reader in ("jsonl-mapped", "csv-mapped"):
         inp = mapped_input(case, group[0], opts)
     else:
@@ -173,10 +295,9 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
         name, inp = f"{name}_kept", None
     schema = inp.schema if isinstance(inp, (pa.RecordBatchReader, pa.Table)) else None
     sql = compile_adapter(case, fmt.adapter, name, schema)
-    stage = f"batch{group[0].source_id}_stage"
     try:
-        # a stream of lines runs in chunks DuckDB parses on every thread (kvir.formats.stage)
-        fill_stage(con, name, inp, sql, stage)
+        # a stream of lines runs in chunks DuckDB parses on every thread, appended to records_text (kvir.ingest.stage)
+        run_adapter(con, name, inp, sql, chunk_bytes=_chunk_bytes(con))
     except Exception as e:  # a reader error (e.g. a truncated gzip member) names the files
         where = group[0].label if len(group) == 1 else f"{group[0].label} (+{len(group) - 1} more {fmt.name} files)"
         raise InputError(f"cannot read as {fmt.name}: {e}", path=where) from None
@@ -185,8 +306,7 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
             con.unregister(name)
         except Exception:
             pass
-    case.run("case/stage_to_tables", inputs={"stage": stage})
-    con.execute(f"DROP TABLE {stage}")
+    _file_batch(case, group, reading)
     if fmt.side_query:
         case.run(fmt.side_query, inputs={"input": name, "settings": "source_settings"})
         con.execute(f"DROP TABLE {name}")
@@ -202,7 +322,7 @@ def _build_records_view(case: Case, sources: list[Source]) -> None:
         "SELECT DISTINCT source_id FROM source_counts WHERE kind = 'bad'").fetchall()}
     mixed = {r[0] for r in case.con.execute(
         "SELECT DISTINCT source_id FROM source_counts WHERE kind <> 'request'").fetchall()}
-    parts = ["SELECT * FROM records_text"]
+    parts = ["SELECT * FROM records_text WHERE kind = 'request'"]
     parts += [f"SELECT * FROM records_src{s.source_id}" + (" WHERE kind = 'request'" if s.source_id in mixed else "")
               for s in sources if s.is_view]
     case.con.execute("CREATE OR REPLACE VIEW records AS " + " UNION ALL ".join(parts))

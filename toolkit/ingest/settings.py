@@ -87,15 +87,12 @@ def _tz_segments(tz: str, window: tuple[dt.datetime, dt.datetime] | None) -> tup
     return tuple(tuple(s.items()) for s in stable)
 
 
-def write_extra_settings(case: "Case", src: "Source") -> None:
-    """Fill the extra columns of the source's settings row (queries/case/evidence_tables.sql adds them)."""
+def extra_settings(src: "Source") -> dict:
+    """The extra columns of the source's settings row (queries/case/evidence_tables.sql adds them)."""
     window = getattr(src, "window", None)
     segs = tz_segments(src.tz.iana, window) if src.tz is not None and src.tz.iana else None
-    case.con.execute(
-        "UPDATE source_settings SET file_name = $f, window_start = $ws, window_end = $we, tz_spans = $spans "
-        "WHERE source_id = $id",
-        {"f": src.paths[0].name, "ws": window[0] if window else None, "we": window[1] if window else None,
-         "spans": spans_struct(segs), "id": src.source_id})
+    return {"file_name": src.paths[0].name, "window_start": window[0] if window else None,
+            "window_end": window[1] if window else None, "tz_spans": spans_struct(segs)}
 
 
 def spans_struct(segs: list[dict] | None) -> dict | None:

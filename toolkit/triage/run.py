@@ -146,14 +146,19 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
 
 
 def _scope_counts(case: Case, params: dict[str, Any]) -> tuple[int, int | None]:
-    """Requests in all, and of the model inside the window. When `requests` is a view over columnar inputs
-    queried in place, the total comes from the source counts and the in-window count is not taken (it
-    would cost a scan of every in-window row group; the affected set never needs it)."""
-    is_table = case.con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'requests'").fetchone()[0] > 0
-    if is_table:
-        total = case.con.execute("SELECT count(*) FROM requests").fetchone()[0]
+    """Requests in all, and of the model inside the window. When `requests` reads columnar inputs queried
+    in place, the total comes from the source counts (less the records merged into others) and the
+    in-window count is not taken (it would cost a scan of every in-window row group; the affected set
+    never needs it)."""
+    con = case.con
+    is_table = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'requests'").fetchone()[0] > 0
+    in_place = con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE 'records_src%'").fetchone()[0] > 0
+    if is_table or not in_place:   # a table, or a view over the text records: counting is cheap
+        total = con.execute("SELECT count(*) FROM requests").fetchone()[0]
         return total, case.run("triage/in_scope", params, fetch=True)[0][0]
-    total = case.con.execute("SELECT coalesce(sum(n), 0) FROM source_counts WHERE kind = 'request'").fetchone()[0]
+    total = con.execute("SELECT coalesce(sum(n), 0) FROM source_counts WHERE kind = 'request'").fetchone()[0]
+    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'requests_grouped'").fetchone()[0]:
+        total -= con.execute("SELECT coalesce(sum(n_records) - count(*), 0) FROM requests_grouped").fetchone()[0]
     return int(total), None
 
 
@@ -194,6 +199,7 @@ def _export(case: Case, keep_raw: bool) -> dict[str, Path]:
         "accounts.csv": write_csv(case.con, "accounts", p / "accounts.csv"),
         "nodes.csv": write_csv(case.con, "nodes", p / "nodes.csv"),
         "excluded.csv": write_csv(case.con, "excluded", p / "excluded.csv"),
+        "conflicts.csv": write_csv(case.con, "conflicts", p / "conflicts.csv"),
         "sources.csv": write_csv(case.con, "source_summary", p / "sources.csv"),
         "quarantine.csv": write_csv(case.con, "quarantine", p / "quarantine.csv",
                                     columns=["source_file", "source_line", "format", "reason"] + (["raw"] if keep_raw else [])),

@@ -68,6 +68,7 @@ def print_triage(result) -> None:
         ("aborted by the client", s["aborted"]),
         ("undecidable (field missing)", s["undecidable"]),
         ("possibly affected (start known only to the hour, crossing a window edge)", s.get("possibly_affected", 0)),
+        ("requests whose records conflict (conflicts.csv: most exposing reading taken)", s.get("conflicts", 0)),
         (f"other rule would add ({other})", s["other_rule_adds"]),
         (f"other rule would drop ({other})", s["other_rule_drops"]),
     ]
