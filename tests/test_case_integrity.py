@@ -16,6 +16,7 @@ import duckdb
 import pytest
 
 import kvir
+import kvir.audit
 from kvir.case.writer import Writer, lock_path
 from kvir.core.errors import KvirError
 
@@ -193,3 +194,14 @@ def test_permission_denied_ends_with_one_line(fleets):
         assert str(base) in res.stderr                 # names the path
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_case_holds_no_empty_folders_and_no_spill_space(fleets, tmp_path):
+    case = tmp_path / "case"
+    kvir.triage(fleets / "small" / "incident.toml", out=case, memory_limit="1GB").case.close()
+    kvir.audit.audit(sorted((fleets / "small").glob("engine/*/server.log")),
+                     inventory=fleets / "small" / "inventory.toml", case=case)
+    empty = [str(d.relative_to(case)) for d, subdirs, files in os.walk(case) for d in [Path(d)] if not subdirs and not files]
+    assert not empty, empty
+    assert not (case / "tmp").exists()
+    assert not list(tmp_path.glob(".case.kvir-*-*"))        # no staging or old state left beside it

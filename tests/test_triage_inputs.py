@@ -156,3 +156,16 @@ def test_naive_timestamps_in_a_generic_source_need_a_zone(spec, tmp_path):
     assert "x.csv:2" in str(e.value) and "source time zone" in str(e.value)
     r = kvir.triage(spec(extra=extra), out=tmp_path / "c", source_tz="UTC")
     assert ids(r.affected) == set() and r.summary["undecidable"] == 1   # no status: outcome unknown
+
+
+def test_max_line_bytes_quarantines_longer_records_and_reads_on(spec, tmp_path):
+    long = fin("2026-08-30T10:00:01", "long", 700000).replace('"stream": true', '"stream": true, "pad": "' + "x" * 1500 + '"')
+    f = write(tmp_path / "d.jsonl", "\n".join([fin("2026-08-30T10:00:00", "short", 700000), long,
+                                                fin("2026-08-30T10:00:02", "after", 700000)]) + "\n")
+    assert 1024 < len(long.encode()) < 16 << 20
+    r = kvir.triage(spec(), [f], out=tmp_path / "c", source_tz=CHI, max_line_bytes=1024)
+    assert ids(r.affected) == {"short", "after"}
+    assert list(r.quarantine["reason"]) == ["line longer than 1024 bytes"]
+    assert kvir.triage(spec(), [f], out=tmp_path / "c2", source_tz=CHI).summary["affected"] == 3
+    with pytest.raises(InputError, match="--max-line-bytes must be at least 1024"):
+        kvir.triage(spec(), [f], out=tmp_path / "c3", source_tz=CHI, max_line_bytes=10)

@@ -6,6 +6,7 @@ The Python API mirrors the CLI (each command is a thin wrapper over one of these
     kvir.ingest_shard(paths, out, shard=...) -> one shard of a canonical dataset (triage it, also on Spark)
     kvir.open_case(path)                     -> Case (reopen an investigation)
     kvir.simulate(out, requests=..., seed=...) -> the synthetic reference fleet
+    kvir.probe(endpoint, model, ...)         -> ProbeResult (is a live deployment exposed?)
     kvir.audit.audit(paths, ...)             -> audit findings
     kvir.replay.replay_case(case, ...)       -> replay verdicts
     kvir.report.report(case, ...)            -> rendered documents
@@ -22,6 +23,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "triage": ("kvir.triage", None),   # the package itself: it is callable (kvir/triage/__init__.py)
     "TriageResult": ("kvir.triage.run", "TriageResult"),
+    "probe": ("kvir.probe", None),     # callable too (kvir/probe/__init__.py)
+    "ProbeResult": ("kvir.probe.result", "ProbeResult"),
     "open_case": ("kvir.case.store", "open_case"),
     "Case": ("kvir.case.store", "Case"),
     "load_spec": ("kvir.spec.model", "load_spec"),

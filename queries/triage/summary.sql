@@ -1,12 +1,18 @@
--- summary: the headline counts of a triage, in one row.
+-- summary: the headline counts of a triage, in one row: the case table triage_summary, which the terminal
+-- prints and every report states (queries/report/headline.sql reads it: the counts are defined here only).
 -- Params: $requests_total, $in_scope
 -- Every count reads the small derived tables; the two that need a pass over `requests` come in as
--- parameters (kvir counts them where that is cheap: see toolkit/triage.py).
+-- parameters (kvir counts them where that is cheap: see toolkit/triage/run.py). Accounts are counted
+-- apart from responses: affected_accounts = customer_accounts + labelled_accounts (known ids only).
+CREATE OR REPLACE TABLE triage_summary AS
 SELECT
     $requests_total::BIGINT AS requests_total,
     $in_scope::BIGINT AS in_scope,
     (SELECT count(*) FROM affected) AS affected,
     (SELECT count(DISTINCT account_id) FROM affected) AS affected_accounts,
+    (SELECT count(DISTINCT account_id) FROM affected WHERE account_label IS NULL) AS customer_accounts,
+    (SELECT count(DISTINCT account_id) FROM affected WHERE account_label IS NOT NULL) AS labelled_accounts,
+    (SELECT count(*) FROM affected WHERE account_id IS NOT NULL AND account_label IS NULL) AS affected_customer,
     (SELECT count(*) FROM affected WHERE account_id IS NULL) AS affected_unknown_account,
     (SELECT count(*) FROM excluded) AS excluded,
     (SELECT count(*) FROM affected WHERE account_label IS NOT NULL) AS affected_labelled,
@@ -20,6 +26,8 @@ SELECT
     (SELECT count(*) FROM affected WHERE conflict) AS affected_with_conflicts,
     (SELECT min(ts) FROM affected) AS first_affected,
     (SELECT max(ts) FROM affected) AS last_affected,
+    (SELECT count(DISTINCT prefill_node) FROM affected) AS prefill_nodes,
+    (SELECT count(DISTINCT decode_node) FROM affected) AS decode_nodes,
     -- joining evidence (case/evidence_join): candidates and gateway identities
     (SELECT count(*) FROM evidence_joins WHERE status = 'matched') AS join_matched,
     (SELECT count(*) FROM evidence_joins WHERE status = 'missed') AS join_missed,

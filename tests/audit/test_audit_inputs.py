@@ -47,7 +47,7 @@ def test_files_without_startup_lines_are_counted_rows(tmp_path):
     r = audit([tmp_path], source_tz="UTC")
     files = r.files.set_index(r.files["path"].map(lambda x: x.rsplit("/", 1)[1]))
     assert files.loc["notes.txt", "note"] == "no recognisable start-up lines" and files.loc["notes.txt", "lines_read"] == 2
-    assert files.loc["empty.log", "note"] == "no recognisable start-up lines" and files.loc["empty.log", "lines_read"] == 0
+    assert files.loc["empty.log", "note"] == "empty file (0 bytes)" and files.loc["empty.log", "lines_read"] == 0
     assert files.loc["requests.jsonl", "note"].startswith("JSON records") and files.loc["requests.jsonl", "lines_read"] == 0
     assert files.loc["rt-prefill-9.log", "note"] == "runtime lines only (no start-up lines)"
     assert pd.isna(files.loc["good-0.log", "note"]) and files.loc["good-0.log", "recognised"] == 1

@@ -33,7 +33,7 @@ def test_prometheus_engine_rule_uses_its_threshold(run_fixture):
     # 681,274 lies between the same bucket bounds: the same bounds, stated for the engine rule
     r = run_fixture("prometheus", rule="engine")
     assert r.case.con.execute("SELECT DISTINCT threshold FROM aggregate_findings").fetchall() == \
-        [("at least 681274 prompt tokens",)]
+        [("prompts of 681,274 tokens or more",)]
 
 
 def test_aggregate_finding_is_printed_apart(run_fixture, capsys):

@@ -49,3 +49,29 @@ def bare_rendered(bare_case):
 @pytest.fixture(scope="session")
 def shared_schemas() -> Path:
     return SCHEMAS
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """`kvir demo` (the reference incident), rendered once for the session: its DemoResult. Fewer background
+    requests and replays than the default demo; the incident (155 responses, 68 accounts) is the same."""
+    try:
+        from kvir.sim.demo import demo
+    except ImportError as e:
+        pytest.skip(f"kvir demo is not available in this build: {e}")
+    result = demo(tmp_path_factory.mktemp("demo") / "out", requests=8000, replay_limit=4, progress=False)
+    assert (result.case / "reports" / "index.html").exists(), result.stages.get("report")
+    return result
+
+
+@pytest.fixture(scope="session")
+def demo_reports(demo_run) -> Path:
+    return demo_run.case / "reports"
+
+
+@pytest.fixture(scope="session")
+def ground_truth(demo_run) -> dict:
+    """What the simulator planned (written from its own plan, never read by kvir): the expected values."""
+    import json
+
+    return json.loads((demo_run.fleet / "ground_truth" / "summary.json").read_text())

@@ -181,6 +181,9 @@ reported_at = 2026-09-08T09:00:00Z
 notified_at = 2026-09-13T10:00:00Z
 delay_reason = "Scope of the affected accounts was confirmed by replay only on 2026-09-13."
 lead_supervisory_authority = "Example Data Protection Authority"
+csaf_base_url = "https://inference.example.com/.well-known/csaf/amber/"
+cvss_v3 = "CVSS:3.1/AV:N/AC:H/PR:L/UI:N/S:C/C:H/I:N/A:N"
+published_at = 2026-10-26T09:00:00Z
 '''
 
 

@@ -65,7 +65,8 @@ def test_csaf_incident_facts(rendered):
     assert any(r["category"] == "external" for r in doc["document"]["references"])
     summary = doc["document"]["notes"][0]["text"]
     assert "10 responses" in summary and "4 customer accounts" in summary
-    assert "2026-08-27T06:15:00Z to 2026-09-09T13:55:00Z" in summary
+    assert "Between 2026-08-27 06:15 and 2026-09-09 13:55 UTC, 10 responses" in summary   # "between A and B"
+    assert "4 customer accounts (7 responses) and 2 labelled test accounts" in summary
 
 
 def test_csaf_validator_catches_a_broken_document(rendered):
@@ -73,7 +74,8 @@ def test_csaf_validator_catches_a_broken_document(rendered):
     bad = copy.deepcopy(doc)
     bad["vulnerabilities"][0]["cwe"]["name"] = "Some Other Name"              # 6.1.11
     bad["vulnerabilities"][0]["product_status"]["fixed"] = ["CSAFPID-9999"]   # 6.1.1
-    _, ok, errors = validate_csaf(bad)
+    check = validate_csaf(bad)
+    ok, errors = check.valid, check.errors
     assert ok is False
     assert any(e.startswith("6.1.11") for e in errors) and any(e.startswith("6.1.1 ") for e in errors)
 
@@ -127,3 +129,92 @@ def test_json_templates_keep_hostile_values_inside_strings(tmp_path, small_case)
     assert doc["document"]["publisher"]["name"] == hostile
     osv = json.loads((dst / "reports/osv/x_KVIR-2026-0001.json").read_text())
     assert "x" not in osv and osv["credits"][1]["name"] == hostile
+
+
+# CVSS v3.1 base scores of well-known vectors, as FIRST's and NVD's calculators give them
+KNOWN_SCORES = [("CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H", 9.8, "CRITICAL"),
+                ("CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:C/C:H/I:H/A:H", 10.0, "CRITICAL"),
+                ("CVSS:3.1/AV:L/AC:L/PR:L/UI:N/S:U/C:H/I:N/A:N", 5.5, "MEDIUM"),
+                ("CVSS:3.1/AV:N/AC:L/PR:N/UI:R/S:C/C:L/I:L/A:N", 6.1, "MEDIUM"),
+                ("CVSS:3.1/AV:N/AC:H/PR:L/UI:N/S:C/C:H/I:N/A:N", 6.3, "MEDIUM"),
+                ("CVSS:3.1/AV:P/AC:H/PR:H/UI:R/S:U/C:L/I:N/A:N", 1.6, "LOW"),
+                ("CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:N/I:N/A:N", 0.0, "NONE")]
+
+
+@pytest.mark.parametrize("vector, score, severity", KNOWN_SCORES)
+def test_cvss_base_score(vector, score, severity):
+    from kvir.report.cvss import parse_vector
+
+    got = parse_vector(vector)
+    assert (got.base_score, got.severity) == (score, severity)
+
+
+def test_csaf_recommended_tests_pass_and_the_values_are_the_analysts(rendered):
+    """Both CSAF documents pass every offline test set of the csaf package (no warning); the canonical URL,
+    the score and the dates are the ones worked out by hand from the fleet's [disclosure]."""
+    from csaf.csaf.v20 import validate
+
+    base = "https://inference.example.com/.well-known/csaf/amber/2026/"
+    for rel, name in (("csaf/kvir-2026-0001-sglang.json", "kvir-2026-0001-sglang.json"),
+                      ("csaf/kvir-2026-0001.json", "kvir-2026-0001.json")):
+        doc = _load(rendered, rel)
+        report = validate(doc, preset="full", skip_rules=frozenset({"6.3.6", "6.3.7", "6.3.8"}))
+        bad = [(r.id, r.group) for r in report.results
+               if not r.passed and not r.skipped and r.group != "informative"]
+        assert bad == [], (rel, bad)
+        assert {"category": "self", "summary": "Canonical URL", "url": base + name} in doc["document"]["references"]
+        t = doc["document"]["tracking"]
+        assert t["initial_release_date"] == t["current_release_date"] == "2026-10-26T09:00:00Z"
+    v = _load(rendered, "csaf/kvir-2026-0001-sglang.json")["vulnerabilities"][0]
+    score = v["scores"][0]
+    assert score["products"] == ["CSAFPID-0001"]
+    assert (score["cvss_v3"]["baseScore"], score["cvss_v3"]["baseSeverity"]) == (6.3, "MEDIUM")
+    assert all("date" in i for i in v["involvements"])
+    osv = _load(rendered, "osv/x_KVIR-2026-0001.json")
+    assert osv["published"] == "2026-10-26T09:00:00Z"
+    assert osv["severity"] == [{"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:H/PR:L/UI:N/S:C/C:H/I:N/A:N"}]
+    cve = _load(rendered, "cve/cna_container.json")
+    assert cve["metrics"][0]["cvssV3_1"]["baseScore"] == 6.3
+
+
+def test_without_the_keys_the_warnings_stay_and_the_keys_are_listed(tmp_path, small_case):
+    """kvir never chooses a score or a URL: without cvss_v3 and csaf_base_url, 6.2.3 and 6.2.11 stay as
+    warnings and the index lists both keys as not set."""
+    import shutil
+
+    from kvir import open_case
+    from kvir.report import report
+
+    dst = tmp_path / "case"
+    shutil.copytree(small_case, dst, ignore=shutil.ignore_patterns("reports"))
+    case = open_case(dst)
+    try:
+        case.con.execute("DELETE FROM disclosure WHERE key IN ('cvss_v3', 'csaf_base_url')")
+    finally:
+        case.close()
+    r = report(dst, only=["csaf"])
+    adv = next(v for v in r.validations if v.document.endswith("-sglang.json"))
+    assert adv.valid is True
+    assert sorted(w.split()[0] for w in adv.warnings) == ["6.2.11", "6.2.3"]
+    index = r.index.read_text()
+    assert "csaf_base_url" in index and "cvss_v3" in index and "badge warn" in index
+
+
+def test_bad_disclosure_keys_name_the_key():
+    from kvir.core.errors import KvirError
+    from kvir.report.disclosure import parse_disclosure
+
+    with pytest.raises(KvirError, match=r"disclosure\.cvss_v3"):
+        parse_disclosure({"cvss_v3": "CVSS:3.1/AV:N/AC:H"}, "X")
+    with pytest.raises(KvirError, match=r"disclosure\.csaf_base_url"):
+        parse_disclosure({"csaf_base_url": "http://insecure.example.com/csaf/"}, "X")
+
+
+def test_the_validators_are_default_dependencies():
+    """A plain `pip install kvir` (no extras) brings every validator the report runs, so the documents of
+    the README's first command are validated ("valid" per document in the index, no "not installed")."""
+    from importlib.metadata import requires
+
+    plain = {r.split(";")[0].split(">")[0].split("=")[0].strip().lower() for r in requires("kvir") or []
+             if "extra ==" not in r}
+    assert {"csaf", "cvelib", "jsonschema"} <= plain

@@ -10,14 +10,14 @@ import kvir
 from kvir.core.errors import KvirError
 from kvir.report import build_model, ensure_spec_facts
 from kvir.report.disclosure import parse_disclosure
-from kvir.report.model import iso
+from kvir.report.times import iso
 
 
 def test_counts_and_window(rendered):
     c = rendered.model.counts
     assert c.affected == EXPECTED["affected"]
-    assert c.customers == EXPECTED["customers"]
-    assert c.labelled_affected == EXPECTED["labelled_affected"]
+    assert c.customer_accounts == EXPECTED["customers"]
+    assert c.affected_labelled == EXPECTED["labelled_affected"]
     assert c.rejected == EXPECTED["rejected"]
     assert iso(c.first_affected) == EXPECTED["first_affected"]
     assert iso(c.last_affected) == EXPECTED["last_affected"]

@@ -14,7 +14,7 @@ from .fleet import EXPECTED, FORMULA, REQUESTS, XSS
 
 from kvir.core.errors import KvirError
 from kvir.report import ARTIFACTS, report
-from kvir.report.render import md_escape, slug
+from kvir.report.markup import md_escape, slug
 
 ACCOUNTS = sorted({r[2] for r in REQUESTS})
 REQUEST_OWNER = {r[0]: r[2] for r in REQUESTS}
@@ -51,7 +51,7 @@ def test_manifest_hashes_every_artifact_and_the_inputs(rendered, small_case):
     assert len(man["inputs"]["case.duckdb"]["sha256"]) == 64
     assert man["inputs"]["incident_spec"]["sha256"]
     assert len(man["inputs"]["log_inputs"]) == 5
-    assert man["numbers"]["affected"] == {"value": EXPECTED["affected"], "query": "queries/report/headline.sql"}
+    assert man["numbers"]["affected"] == {"value": EXPECTED["affected"], "query": "queries/triage/summary.sql"}
     assert any(q["query"] == "queries/report/headline.sql" and q["sha256"] for q in man["queries"])
 
 
@@ -207,11 +207,11 @@ def test_only_renders_what_was_asked(tmp_path, small_case):
 def test_a_failing_document_is_reported_not_written_as_valid(tmp_path, small_case, monkeypatch):
     import shutil
 
-    from kvir.report import render
+    from kvir.report import validate
 
     dst = tmp_path / "case"
     shutil.copytree(small_case, dst, ignore=shutil.ignore_patterns("reports"))
-    monkeypatch.setitem(render.VALIDATORS, "osv", lambda doc: ("test validator", False, ["id: broken"]))
+    monkeypatch.setitem(validate.VALIDATORS, "osv", lambda doc: validate.Check("test validator", False, ["id: broken"]))
     r = report(dst, only=["osv"])
     assert not r.ok
     assert not (dst / "reports/osv/x_KVIR-2026-0001.json").exists()

@@ -11,7 +11,7 @@ from .fleet import EXPECTED
 
 import kvir
 from kvir.report import build_model
-from kvir.report.model import iso
+from kvir.report.times import iso
 
 
 def _by_kind(m, kind):

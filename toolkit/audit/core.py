@@ -59,13 +59,15 @@ class FilePlan:
 
 # ----------------------------------------------------------------------------------------------- planning
 
-def resolve_files(paths: list[str | Path]) -> list[Path]:
-    """Files, folders (walked) and globs; anything that matches nothing is an error naming it."""
-    from kvir.ingest.run import resolve_paths
+def resolve_files(paths: list[str | Path]) -> list[tuple[Path, str | None]]:
+    """(file, why it is skipped or None) for files, folders (walked) and globs: kvir.ingest.inputs decides
+    what cannot be read at all (empty, special, unreadable); anything that matches nothing is an error."""
+    from kvir.ingest.inputs import collect_inputs
 
     if not paths:
         raise InputError("no start-up logs given (pass files, folders or globs)")
-    return [f for f, _ in resolve_paths(list(paths), None)]
+    inputs = collect_inputs(list(paths), None)
+    return sorted([(f, None) for f, _ in inputs.files] + [(s.path, s.reason) for s in inputs.skipped])
 
 
 
@@ -99,7 +101,7 @@ def plan_files(paths: list[str | Path], inventory: Inventory | None, source_tz: 
         except ValueError as e:
             raise InputError(str(e), key="--source-tz") from None
     plans = []
-    for i, f in enumerate(resolve_files(paths), 1):
+    for i, (f, unreadable) in enumerate(resolve_files(paths), 1):
         m = inventory.match(f) if inventory else None
         node = m.node if m else None
         # a file the inventory does not list still takes its [defaults] (one zone for every host)
@@ -108,11 +110,11 @@ def plan_files(paths: list[str | Path], inventory: Inventory | None, source_tz: 
         tz, tz_text = cli_tz, source_tz
         if tz is None and inv_tz:
             tz, tz_text = parse_source_tz(inv_tz), inv_tz
-        skipped, cri = _sniff_skip(f)
+        skipped, cri = (unreadable, False) if unreadable else _sniff_skip(f)
         file_node, how = node_from_path(f)
-        try:
-            size = f.stat().st_size
-            digest = sha256_file(f)
+        try:   # a special file (a FIFO) is never opened: no size, no digest
+            size = f.stat().st_size if not unreadable else 0
+            digest = sha256_file(f) if not unreadable else None
         except OSError as e:
             raise InputError(f"cannot read: {e.strerror or e}", path=str(f)) from None
         plans.append(FilePlan(

@@ -39,6 +39,22 @@ def _uri(path: str) -> tuple[str, str | None]:
         return p.resolve().as_uri(), None
 
 
+def information_uri() -> str | None:
+    """kvir's home page as the installed package states it (pyproject [project.urls] Homepage): the SARIF
+    tool.driver.informationUri (SARIF2005). None when kvir runs without its package metadata."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        urls = metadata("kvir").get_all("Project-URL") or []
+    except PackageNotFoundError:
+        return None
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == "homepage" and url.strip():
+            return url.strip()
+    return None
+
+
 def _iso(ts: Any) -> str | None:
     if _missing(ts):
         return None
@@ -109,9 +125,11 @@ def to_sarif(result) -> dict[str, Any]:
         res["properties"] = props
         results.append(res)
 
+    driver: dict[str, Any] = {"name": "kvir", "version": __version__, "semanticVersion": __version__, "rules": rules}
+    if information_uri():
+        driver["informationUri"] = information_uri()
     run: dict[str, Any] = {
-        "tool": {"driver": {"name": "kvir", "version": __version__, "semanticVersion": __version__,
-                            "rules": rules}},
+        "tool": {"driver": driver},
         "invocations": [{"executionSuccessful": True}],
         "artifacts": artifacts,
         "results": results,

@@ -2,7 +2,9 @@
 
 CSV cells that start with = + - @ (or a tab / carriage return) are prefixed with a single quote so a
 spreadsheet shows them as text instead of running them as formulas (OWASP CSV injection): a log-derived
-account id or model name is attacker-controlled. Timestamps are written as UTC ISO-8601 with a Z.
+account id or model name is attacker-controlled. Control characters inside a cell (ESC of an ANSI or OSC
+sequence, other C0 controls, DEL, C1 controls) are written as visible escapes (\x1b), as on the terminal
+(kvir.core.text), so a `cat` of the file cannot drive a terminal. Timestamps are written as UTC ISO-8601 with a Z.
 """
 from __future__ import annotations
 
@@ -10,9 +12,15 @@ from pathlib import Path
 
 import duckdb
 
-# Defined here (not in macros.sql) so exports also work on a read-only case.
+# Defined here (not in macros.sql) so exports also work on a read-only case. Newlines and tabs stay: CSV
+# quoting carries them, and they cannot drive a terminal. Other controls become \xNN, one character at a time.
+_CONTROLS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+_VISIBLE = ("CASE WHEN regexp_matches({c}, '" + _CONTROLS + "') THEN "
+            "array_to_string(list_transform(string_split({c}, ''), "
+            "lambda ch: CASE WHEN regexp_matches(ch, '" + _CONTROLS + "') THEN '\\x' || lower(printf('%02X', unicode(ch))) "
+            "ELSE ch END), '') ELSE {c} END")
 _SAFE = ("CASE WHEN {c} IS NULL THEN NULL WHEN left({c}, 1) IN ('=', '+', '-', '@', chr(9), chr(13)) "
-         "THEN '''' || {c} ELSE {c} END")
+         "THEN '''' || {v} ELSE {v} END")
 
 
 def _quote(name: str) -> str:
@@ -32,13 +40,17 @@ def csv_select(con: duckdb.DuckDBPyConnection, table: str, columns: list[str] | 
         elif t.startswith("TIMESTAMP"):
             expr = f"strftime({q}, '%Y-%m-%dT%H:%M:%S.%f')"
         elif t.endswith("[]"):
-            expr = _SAFE.format(c=f"array_to_string({q}, ';')")
+            expr = _safe(f"array_to_string({q}, ';')")
         elif t in ("VARCHAR", "JSON") or t.startswith("STRUCT") or t.startswith("MAP"):
-            expr = _SAFE.format(c=f"CAST({q} AS VARCHAR)")
+            expr = _safe(f"CAST({q} AS VARCHAR)")
         else:
             expr = q
         parts.append(f"{expr} AS {q}")
     return f"SELECT {', '.join(parts)} FROM {_quote(table)}"
+
+
+def _safe(c: str) -> str:
+    return _SAFE.format(c=c, v=_VISIBLE.format(c=c))
 
 
 def write_csv(con: duckdb.DuckDBPyConnection, table: str, path: Path, columns: list[str] | None = None) -> Path:
@@ -52,7 +64,9 @@ def write_parquet(con: duckdb.DuckDBPyConnection, select_sql: str, path: Path) -
 
 
 def neutralise_cell(value: str) -> str:
-    """The same rule in Python, for CSVs written without DuckDB (reports)."""
+    """The same rules in Python, for CSVs written without DuckDB (reports)."""
+    from kvir.core.text import visible
+
     if value and value[0] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
+        value = "'" + value
+    return visible(value).replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "\r")

@@ -7,6 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from kvir.cli.present import echo, guarded
+from kvir.report.artifacts import help_text
+
+ONLY_HELP = help_text()   # every artifact `--only` accepts, from kvir.report.artifacts (tests/report/test_coverage.py)
 
 
 def register(app: typer.Typer) -> None:
@@ -16,9 +19,7 @@ def register(app: typer.Typer) -> None:
 @guarded
 def report_command(
     case: Annotated[Path, typer.Option("--case", "-c", help="The case folder (from `kvir triage`).")] = Path("case"),
-    only: Annotated[Optional[list[str]], typer.Option(
-        "--only", help="Render only these (repeatable): timeline, postmortem, public-report, advisory, csaf, "
-                       "osv, cve, notices, gdpr, figures.")] = None,
+    only: Annotated[Optional[list[str]], typer.Option("--only", help=ONLY_HELP)] = None,
     format: Annotated[str, typer.Option("--format", "-f", help="Prose documents as md, html or all.")] = "all",
     incident: Annotated[Optional[Path], typer.Option(
         "--incident", "-i", help="Re-read hand events and [disclosure] from this incident.toml first.")] = None,

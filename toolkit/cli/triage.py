@@ -1,12 +1,13 @@
 """`kvir init`, `kvir triage` and `kvir formats`: the spec, the affected responses, the formats read."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from kvir.cli.present import echo, echo_json, fail, guarded
+from kvir.cli.present import echo, echo_json, fail, guarded, say
 
 
 def register(app: typer.Typer) -> None:
@@ -18,13 +19,24 @@ def register(app: typer.Typer) -> None:
 @guarded
 def init(path: Annotated[Path, typer.Argument(help="Where to write the template.")] = Path("incident.toml"),
          force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False) -> None:
-    """Write a commented incident.toml template."""
+    """Write a commented incident.toml template, then say the next three commands."""
     from kvir.spec.model import TEMPLATE
 
     if path.exists() and not force:
         fail(f"{path}: already exists (use --force to overwrite)")
     path.write_text(TEMPLATE)
     echo(str(path))
+    for line in next_steps(path):
+        say(line)
+
+
+def next_steps(spec: Path) -> list[str]:
+    """What a responder runs after `kvir init`, with the spec's real path in each command."""
+    s = shlex.quote(str(spec))
+    return [f"next: edit {spec} (models, window, trigger pool and context; [[accounts]] you know), then:",
+            f"  kvir triage -i {s} -o case LOGS...        # the affected responses, accounts, nodes",
+            "  kvir audit STARTUP_LOGS... --case case     # every node's KV pool vs context, build, flags",
+            "  kvir report --case case                    # timeline and disclosure documents in case/reports/"]
 
 
 @guarded
@@ -45,6 +57,7 @@ def triage(
     startup: Annotated[Optional[list[str]], typer.Option("--startup", help="Start-up logs (repeatable): judge each request by the pool in effect on its node at that time.")] = None,
     inventory: Annotated[Optional[Path], typer.Option("--inventory", help="Inventory TOML mapping start-up log files to nodes (with --startup).")] = None,
     join_tolerance: Annotated[float, typer.Option("--join-tolerance", help="Seconds within which evidence without a shared id is joined by time.")] = 2.0,
+    max_line_bytes: Annotated[Optional[int], typer.Option("--max-line-bytes", help="Quarantine records longer than this many bytes (default 16 MiB); the rest of the file is still read.")] = None,
     engine: Annotated[str, typer.Option("--engine", help="duckdb (this machine), or spark: the same queries on Spark over canonical datasets written by `kvir ingest` (local folders or URIs Spark reads).")] = "duckdb",
     spark_master: Annotated[Optional[str], typer.Option("--spark-master", help="Spark master URL, e.g. local[8], yarn, spark://host:7077 (default: the running session's, else Spark's own).")] = None,
     spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.executor.memory=8g.")] = None,
@@ -63,8 +76,8 @@ def triage(
                         served_model=served_model, year=year, max_bad_lines=max_bad_lines,
                         keep_raw=keep_raw, hash=hash, progress=not quiet,
                         memory_limit=memory_limit, startup=startup or None, inventory=inventory,
-                        join_tolerance_s=join_tolerance, engine=engine, spark_master=spark_master,
-                        spark_conf=conf)
+                        join_tolerance_s=join_tolerance, max_line_bytes=max_line_bytes, engine=engine,
+                        spark_master=spark_master, spark_conf=conf)
     if not quiet:
         print_triage(result)
     if as_json:

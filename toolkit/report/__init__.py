@@ -6,15 +6,18 @@
     result.validations                               # CSAF / OSV / CVE validation results
     result.model                                     # the incident model every document projects
 
-See kvir.report.render for the artifact list, kvir.report.model for the model and
-kvir.report.timeline for how hand-entered and derived events are merged.
+Modules: artifacts (what can be rendered, from which templates), model and records (the incident model),
+build (the model from the case) with read (the report queries), timeline (hand-entered and derived events
+merged), renderer (one method per artifact) with markup (Jinja, escaping) and tables (CSV, JSONL),
+machine (CSAF / OSV / CVE values), validate, figures, manifest, render (report()).
 """
 from __future__ import annotations
 
-from kvir.report.model import IncidentModel, build_model
-from kvir.report.render import ARTIFACTS, FORMATS, ReportResult, report
 from kvir.case.spec_tables import ensure_spec_facts, store_spec_facts
+from kvir.report.artifacts import ARTIFACTS, FORMATS
+from kvir.report.build import build_model
+from kvir.report.model import IncidentModel
+from kvir.report.render import ReportResult, report
 
 __all__ = ["ARTIFACTS", "FORMATS", "IncidentModel", "ReportResult", "build_model", "ensure_spec_facts", "report",
            "store_spec_facts"]
-

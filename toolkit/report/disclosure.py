@@ -56,7 +56,11 @@ KEYS: dict[str, str] = {
     "tlp": "TLP label of the CSAF documents: WHITE, GREEN, AMBER (default) or RED",
     "csaf_status": "CSAF tracking status: draft (default), interim or final",
     "public_report_url": "where the public incident report is published",
-    "advisory_url": "where the advisory is published",
+    "advisory_url": "where the advisory is published (the human-readable page)",
+    "csaf_base_url": "https:// folder of the provider's CSAF documents for this TLP (their canonical URLs: "
+                     "<csaf_base_url>/<year>/<file name>, CSAF 2.0 §7.1)",
+    "cvss_v3": "the analyst's CVSS v3.x base vector of the engine bug (scores are computed from it)",
+    "published_at": "when the documents were first published (UTC): their release date; unset = the render time",
     "traffic_gap_minutes": "shortest pause in customer traffic read as the model being private (default 30)",
     "timeline_tolerance_minutes": "largest hand-vs-data difference not shown as a conflict (default 5)",
     "data_exposed": "list: categories of data that were exposed",
@@ -116,6 +120,9 @@ class Disclosure:
     csaf_status: str = "draft"
     public_report_url: str = ""
     advisory_url: str = ""
+    csaf_base_url: str = ""
+    cvss_v3: str = ""
+    published_at: dt.datetime | None = None
     traffic_gap_minutes: float = 30.0
     timeline_tolerance_minutes: float = 5.0
     data_exposed: tuple[str, ...] = tuple(DEFAULT_EXPOSED)
@@ -133,6 +140,13 @@ class Disclosure:
         return CWE_NAMES[self.cwe]
 
     @property
+    def cvss(self):
+        """The CVSS v3.x score of cvss_v3 (kvir.report.cvss.CvssV3), or None when the key is not set."""
+        from kvir.report.cvss import parse_vector
+
+        return parse_vector(self.cvss_v3) if self.cvss_v3 else None
+
+    @property
     def namespace(self) -> str:
         return self.provider_namespace or PLACEHOLDER_NAMESPACE
 
@@ -145,12 +159,12 @@ class Disclosure:
         return self.cna_org_id or NIL_ORG_ID
 
 
-_DATETIMES = {"reported_at", "awareness_time", "notified_at"}
+_DATETIMES = {"reported_at", "awareness_time", "notified_at", "published_at"}
 _LISTS = {"data_exposed", "data_not_exposed", "went_well", "went_wrong", "lucky"}
 _NUMBERS = {"traffic_gap_minutes", "timeline_tolerance_minutes"}
 # keys a document needs; missing ones are listed in the index (placeholders in the documents)
 NEEDED = ("provider", "provider_namespace", "contact", "dpo_contact", "reporter", "awareness_time",
-          "lead_supervisory_authority", "cna_org_id")
+          "lead_supervisory_authority", "cna_org_id", "csaf_base_url", "cvss_v3")
 
 
 def parse_disclosure(raw: dict[str, Any], incident_id: str) -> Disclosure:
@@ -206,6 +220,16 @@ def parse_disclosure(raw: dict[str, Any], incident_id: str) -> Disclosure:
     for k in ("public_report_url", "advisory_url", "upstream_issue", "engine_repo"):
         if getattr(d, k) and not re.match(r"^https?://\S+$", getattr(d, k)):
             raise err(k, "expected an http(s) URL")
+    if d.csaf_base_url and not re.match(r"^https://[^\s/]+(/\S*)?$", d.csaf_base_url):
+        raise err("csaf_base_url", "expected an https:// URL (CSAF canonical URLs must use https), e.g. "
+                                   "https://inference.example.com/.well-known/csaf/amber/")
+    if d.cvss_v3:
+        from kvir.report.cvss import parse_vector
+
+        try:
+            parse_vector(d.cvss_v3)
+        except ValueError as e:
+            raise err("cvss_v3", str(e)) from None
     missing = tuple(k for k in NEEDED if not getattr(d, k))
     from dataclasses import replace
 

@@ -51,6 +51,21 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
+def _limit_lines(f) -> list[tuple[int, str, str]]:
+    """The KV pool, the engine's limit and the context as (x, label, line style), left to right; lines
+    within 5 % of each other (one line on a log axis) share one label."""
+    lines = sorted([(f.pool_tokens, f"KV pool {f.pool_tokens:,}", "-"),
+                    (f.engine_limit, f"engine limit {f.engine_limit:,}", ":"),
+                    (f.context_tokens, f"context {f.context_tokens:,}", "--")])
+    out: list[tuple[int, str, str]] = []
+    for x, label, style in lines:
+        if out and abs(x - out[-1][0]) / out[-1][0] < 0.05:
+            out[-1] = (out[-1][0], f"{out[-1][1]} / {label}", "-" if "-" in (style, out[-1][2]) else out[-1][2])
+        else:
+            out.append((x, label, style))
+    return out
+
+
 def prompt_lengths(m: IncidentModel) -> Figure:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
@@ -64,19 +79,14 @@ def prompt_lengths(m: IncidentModel) -> Figure:
         ax.set_xscale("log")
         ax.set_yscale("symlog", linthresh=10)
     f = m.facts
-    lines = [(f.pool_tokens, f"KV pool {f.pool_tokens:,}", "-"), (f.context_tokens, f"context {f.context_tokens:,}", "--")]
-    if abs(f.engine_limit - f.pool_tokens) / f.pool_tokens < 0.05:   # indistinguishable on a log axis: one label
-        lines[0] = (f.pool_tokens, f"KV pool {f.pool_tokens:,} / engine limit {f.engine_limit:,}", "-")
-    else:
-        lines.append((f.engine_limit, f"engine limit {f.engine_limit:,}", ":"))
-    for x, label, style in lines:
+    for i, (x, label, style) in enumerate(_limit_lines(f)):
         ax.axvline(x, color="#222", linestyle=style, linewidth=1)
-        ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top",
-                    ha="right" if x == f.pool_tokens else "left", fontsize=7,
-                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
+        # above the plot, horizontal: the first leftwards, the others rightwards one above the other
+        ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(-3 if i == 0 else 3, 3 + 10 * max(i - 1, 0)),
+                    textcoords="offset points", ha="right" if i == 0 else "left", va="bottom", fontsize=7.5)
     ax.set_xlabel("prompt tokens (log scale)")
     ax.set_ylabel("requests")
-    ax.set_title(f"Prompt lengths, {f.model}, {f.window_start:%Y-%m-%d} to {f.window_end:%Y-%m-%d} UTC")
+    ax.set_title(f"Prompt lengths, {f.model}, {f.window_start:%Y-%m-%d} to {f.window_end:%Y-%m-%d} UTC", pad=26)
     if m.histogram:
         ax.legend(loc="upper left", frameon=False)
     png = _png(fig)
@@ -100,47 +110,96 @@ def _zoom_range(m: IncidentModel):
     return start, (max(later) if later else start + dt.timedelta(hours=6)) + dt.timedelta(hours=1)
 
 
+def _dates(ax, fmt: str | None = None) -> None:
+    """Date ticks that do not collide: few of them, each written once (ConciseDateFormatter) or as fmt."""
+    import matplotlib.dates as mdates
+
+    loc = mdates.AutoDateLocator(minticks=3, maxticks=8)
+    ax.xaxis.set_major_locator(loc)
+    ax.xaxis.set_major_formatter(mdates.DateFormatter(fmt) if fmt else mdates.ConciseDateFormatter(loc))
+
+
+HAND, DATA = "#1f4e79", "#6c7a89"
+
+
+def _event_marks(ax, events, x0, x1) -> list[str]:
+    """Each event as a vertical line with its number above the plot; a number that would touch an earlier
+    one goes one row higher (so none overlaps another). Returns the key lines '1  13:22  Incident declared'."""
+    span = (x1 - x0).total_seconds() or 1.0
+    rows: list[float] = []            # the position of the last number in each row (axes fraction)
+    lines = []
+    for n, e in enumerate(events, 1):
+        x = e.ts.replace(tzinfo=None)
+        hand = e.origin == "hand"
+        ax.axvline(x, color=HAND if hand else DATA, linestyle="--" if hand else ":", linewidth=0.9)
+        frac = (e.ts - x0).total_seconds() / span
+        row = next((i for i, last in enumerate(rows) if frac - last >= 0.022), len(rows))
+        rows[row:row + 1] = [frac]
+        ax.annotate(str(n), (x, 1.0), xycoords=("data", "axes fraction"), xytext=(0, 3 + 10 * row),
+                    textcoords="offset points", ha="center", va="bottom", fontsize=7.5, fontweight="bold",
+                    color=HAND if hand else DATA)
+        title = e.title if hand else e.title.split(":")[0] + " (data)"
+        lines.append(f"{n:>2}  {e.ts:%H:%M}  {title[:52]}")
+    return lines
+
+
 def affected_time(m: IncidentModel) -> Figure:
     plt = _plt()
-    zoom = _zoom_range(m)
-    fig, axes = plt.subplots(1, 2 if zoom else 1, figsize=(9.5, 3.6), squeeze=False,
-                             gridspec_kw={"width_ratios": [3, 2]} if zoom else None)
-    marks = [e for e in m.timeline if e.kind in ("model-private", "model-public", "all-prefill-fixed",
-                                                  "first-affected", "last-affected") or e.origin == "hand"]
-    for i, ax in enumerate(axes[0]):
-        if m.by_hour:
-            xs = [h.replace(tzinfo=None) for h, _ in m.by_hour]
-            ax.bar(xs, [n for _, n in m.by_hour], width=1 / 24, align="edge", color="#c0392b")
-        for e in marks:
-            if i == 1 and not (zoom[0] <= e.ts <= zoom[1]):
-                continue
-            ax.axvline(e.ts.replace(tzinfo=None), color="#1f4e79" if e.origin == "hand" else "#7f8c8d",
-                       linestyle="--" if e.origin == "hand" else ":", linewidth=0.8)
-            if i == 1 and e.origin == "hand":
-                ax.annotate(e.title[:34], (e.ts.replace(tzinfo=None), 0.98), xycoords=("data", "axes fraction"),
-                            rotation=90, va="top", ha="right", fontsize=6.5, color="#1f4e79")
-        ax.yaxis.get_major_locator().set_params(integer=True)
-        for lab in ax.get_xticklabels():
-            lab.set_rotation(30)
-            lab.set_ha("right")
-    axes[0][0].set_ylabel("affected responses per hour")
-    axes[0][0].set_title("whole period")
-    if zoom:
-        import matplotlib.dates as mdates
-
-        z = axes[0][1]
-        z.set_xlim(zoom[0].replace(tzinfo=None), zoom[1].replace(tzinfo=None))
-        z.xaxis.set_major_locator(mdates.AutoDateLocator(minticks=3, maxticks=6))
-        z.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
-        z.set_title(f"response day, {zoom[0]:%Y-%m-%d %H:%M} to {zoom[1]:%H:%M}")
-    fig.suptitle("Affected responses over time (UTC); dashed: hand-entered events, dotted: derived events",
-                 fontsize=9)
-    fig.tight_layout()
+    fig, marks = affected_time_figure(m)
     png = _png(fig)
     plt.close(fig)
     return Figure("affected_time", "Affected responses over time",
                   f"{m.counts.affected:,} affected responses per hour (queries/report/affected_by_hour.sql) with "
-                  f"{len(marks)} timeline events; right: the day of the response.", png)
+                  f"{len(marks)} timeline events; below: the day of the response, its events numbered.", png)
+
+
+def affected_time_figure(m: IncidentModel):
+    """(the matplotlib figure, the events marked on it): the whole period, and the day of the response with
+    its events numbered above the plot and listed in a key below it."""
+    plt = _plt()
+    zoom = _zoom_range(m)
+    marks = [e for e in m.timeline if e.kind in ("model-private", "model-public", "all-prefill-fixed",
+                                                  "first-affected", "last-affected") or e.origin == "hand"]
+    shown = [e for e in marks if zoom and zoom[0] <= e.ts <= zoom[1]]
+    key_rows = (len(shown) + 1) // 2
+    # fixed layout in inches (top to bottom): title, whole period, its dates + the day's title and event
+    # numbers, the response day, its times, the numbered key in two columns
+    parts = [0.3, 1.9, 1.15, 2.0, 0.45, 0.18 * key_rows + 0.05] if zoom else [0.3, 1.9, 0.4]
+    height = sum(parts)
+    fig = plt.figure(figsize=(9.5, height))
+
+    def rect(i: int) -> list[float]:
+        top = sum(parts[:i])
+        return [0.07, 1 - (top + parts[i]) / height, 0.91, parts[i] / height]
+
+    xs = [h.replace(tzinfo=None) for h, _ in m.by_hour]
+    whole = fig.add_axes(rect(1))
+    whole.bar(xs, [n for _, n in m.by_hour], width=1 / 24, align="edge", color="#c0392b")
+    for e in marks:
+        whole.axvline(e.ts.replace(tzinfo=None), color=HAND if e.origin == "hand" else DATA,
+                      linestyle="--" if e.origin == "hand" else ":", linewidth=0.8)
+    whole.yaxis.get_major_locator().set_params(integer=True)
+    whole.set_ylabel("affected per hour")
+    whole.set_title("Affected responses per hour (UTC), whole period; dashed: hand-entered events, dotted: derived "
+                    "from the data", fontsize=9, loc="left")
+    _dates(whole)
+    if zoom:
+        z = fig.add_axes(rect(3))
+        z.bar(xs, [n for _, n in m.by_hour], width=1 / 24, align="edge", color="#c0392b")
+        z.set_xlim(zoom[0].replace(tzinfo=None), zoom[1].replace(tzinfo=None))
+        z.yaxis.get_major_locator().set_params(integer=True)
+        z.set_ylabel("affected per hour")
+        _dates(z, "%H:%M")
+        legend = _event_marks(z, shown, *zoom)
+        z.set_title(f"Response day, {zoom[0]:%Y-%m-%d} {zoom[0]:%H:%M} to {zoom[1]:%H:%M} UTC: numbered events below",
+                    fontsize=9, loc="left", pad=34)
+        key = fig.add_axes(rect(5))
+        key.axis("off")
+        for col in (0, 1):
+            part = legend[col * key_rows:(col + 1) * key_rows]
+            key.text(0.5 * col, 1.0, "\n".join(part), va="top", ha="left", fontsize=7.5, family="monospace",
+                     transform=key.transAxes, linespacing=1.45)
+    return fig, marks
 
 
 def node_windows(m: IncidentModel) -> Figure:
@@ -166,7 +225,7 @@ def node_windows(m: IncidentModel) -> Figure:
     if nodes:
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False, fontsize=7)
         ax.set_ylim(-0.6, len(nodes) - 0.4)
-    fig.autofmt_xdate()
+    _dates(ax)
     png = _png(fig)
     plt.close(fig)
     src = "queries/report/nodes.sql" + (" and queries/report/node_fixes.sql" if fixes else " (audit not run: "

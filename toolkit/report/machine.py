@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvir import __version__
-from kvir.report.model import IncidentModel, iso
+from kvir.report.model import IncidentModel
+from kvir.report.times import iso, minute, span
 
 
 def csaf_filename(tracking_id: str) -> str:
@@ -24,9 +25,18 @@ def pypi_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def csaf_url(base: str, release_date: str, tracking_id: str) -> str:
+    """A CSAF document's canonical URL: <base>/<year of its initial release>/<file name> (CSAF 2.0 §7.1,
+    requirement 11: one folder per year); '' without a base."""
+    if not base:
+        return ""
+    return f"{base.rstrip('/')}/{release_date[:4]}/{csaf_filename(tracking_id)}"
+
+
 @dataclass(frozen=True)
 class MachineValues:
     now: str
+    published: str              # initial release: [disclosure] published_at, else the render time
     kvir_version: str
     publisher_name: str
     reporter: str
@@ -49,6 +59,11 @@ class MachineValues:
     vers_range: str
     range_text: str
     fixed_purl: str
+    package_purl: str
+    advisory_csaf_url: str
+    incident_csaf_url: str
+    cvss: dict[str, Any] | None
+    involvement_date: str
     fixed_release_datetime: str
     public_report_url: str
     osv_id: str
@@ -74,14 +89,15 @@ def machine_values(m: IncidentModel) -> MachineValues:
                "client receives HTTP 200 with a response derived from that data instead of HTTP 400.")
     pre = ("The context length is larger than the KV pool on a prefill node, and a prompt reaches the engine's "
            f"limit {f.rule_formula} tokens.")
-    window = f"{iso(c.first_affected)} to {iso(c.last_affected)}"
+    window = span(c.first_affected, c.last_affected)      # "A and B UTC", after "between"
     details = (f"Found in incident {f.id} at {d.provider_name}: {c.affected} responses of {f.model} between {window} "
                f"were affected; context {f.context_tokens} tokens, prefill KV pool {f.pool_tokens} tokens.")
-    inc_summary = (f"Between {window} (UTC), {c.affected} responses of {f.model} to prompts of "
+    inc_summary = (f"Between {window}, {c.affected} responses of {f.model} to prompts of "
                    f"{f.condition} may have contained text derived from other requests' KV-cache data. They "
-                   f"went to {c.affected_accounts} accounts: {c.customers} customer accounts ({c.customer_affected} "
-                   f"responses) and {c.labelled_affected} responses to the reporting researcher's and the provider's "
-                   f"own test accounts. Investigated window: {iso(f.window_start)} to {iso(f.window_end)}.")
+                   f"went to {c.affected_accounts} accounts: {c.customer_accounts} customer accounts "
+                   f"({c.affected_customer} responses) and {c.labelled_accounts} labelled test accounts of the "
+                   f"reporting researcher and the provider ({c.affected_labelled} responses). Investigated window: "
+                   f"{minute(f.window_start)} to {minute(f.window_end)}.")
     root = (f"Configuration: context length {f.context_tokens} tokens with a prefill KV pool of {f.pool_tokens} "
             f"tokens. Engine bug: {summary}")
     data_text = ("Exposed: " + "; ".join(d.data_exposed) + ". Not exposed: " + "; ".join(d.data_not_exposed) + ".")
@@ -106,14 +122,17 @@ def machine_values(m: IncidentModel) -> MachineValues:
         timeline.append({"time": f"{d.fixed_release_date.isoformat()}T00:00:00Z", "lang": "en",
                          "value": f"{engine} {d.fixed_version} released"})
     timeline.sort(key=lambda t: t["time"])
+    published = iso(d.published_at) if d.published_at else now
+    fixed_release = f"{d.fixed_release_date.isoformat()}T00:00:00Z" if d.fixed_release_date else ""
+    advisory_id = f"{d.advisory_id}-{pypi_name(engine)}"
     return MachineValues(
-        now=now, kvir_version=__version__, publisher_name=d.provider_name if d.provider else "[provider]",
+        now=now, published=published, kvir_version=__version__, publisher_name=d.provider_name if d.provider else "[provider]",
         reporter=reporter,
         ack_summary="reported the issue" + (f" through {d.reporter_channel}" if d.reporter_channel else ""),
         distribution_text=f"TLP:{d.tlp}. Draft rendered by kvir; review before distribution." if d.csaf_status == "draft"
         else f"TLP:{d.tlp}.",
         advisory_title=f"{engine}: a prompt that does not fit the KV pool is served from another request's KV cache",
-        advisory_tracking_id=f"{d.advisory_id}-{pypi_name(engine)}", incident_tracking_id=d.advisory_id,
+        advisory_tracking_id=advisory_id, incident_tracking_id=d.advisory_id,
         engine_summary=summary, preconditions=pre, incident_details=details, incident_summary=inc_summary,
         root_cause=root, data_text=data_text, remediation=remediation,
         impact="Cross-request (cross-tenant) disclosure of KV-cache contents: text derived from other users' prompts "
@@ -123,7 +142,13 @@ def machine_values(m: IncidentModel) -> MachineValues:
         workaround=workaround,
         coordination_summary=f"{d.provider_name} coordinated the disclosure with the {engine} maintainers.",
         vers_range=vers, range_text=range_text, fixed_purl=f"pkg:pypi/{pypi_name(engine)}@{d.fixed_version}",
-        fixed_release_datetime=f"{d.fixed_release_date.isoformat()}T00:00:00Z" if d.fixed_release_date else "",
+        package_purl=f"pkg:pypi/{pypi_name(engine)}",   # a range has no single version: the purl names the package
+        advisory_csaf_url=csaf_url(d.csaf_base_url, published, advisory_id),
+        incident_csaf_url=csaf_url(d.csaf_base_url, published, d.advisory_id),
+        cvss=d.cvss.as_json() if d.cvss_v3 else None,
+        # the coordination is complete as of the fix release, else as of this document
+        involvement_date=fixed_release or published,
+        fixed_release_datetime=fixed_release,
         public_report_url=d.public_report_url or f"{d.namespace.rstrip('/')}/security/{d.advisory_id.lower()}",
         osv_id=f"x_{d.advisory_id}", aliases=aliases, pypi_name=pypi_name(engine), cve_timeline=timeline,
     )

@@ -20,10 +20,12 @@ import re
 from typing import TYPE_CHECKING
 
 from kvir.case.store import Case
-from kvir.report.model import TimelineEvent, iso, utc
+from kvir.report.read import evidence, home, rows
+from kvir.report.records import TimelineEvent
+from kvir.report.times import iso, utc
 
 if TYPE_CHECKING:
-    from kvir.report.model import IncidentModel, _Runner
+    from kvir.report.model import IncidentModel
 
 # title patterns that say which derived event a hand event describes (first match wins)
 HAND_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -65,21 +67,21 @@ def hand_events(case: Case) -> list[TimelineEvent]:
     return out
 
 
-def derived_events(model: "IncidentModel", run: "_Runner") -> list[TimelineEvent]:
+def derived_events(case: Case, model: "IncidentModel") -> list[TimelineEvent]:
     ev: list[TimelineEvent] = []
-    for r in run.rows("affected_span"):
+    for r in rows(case, "affected_span"):
         who = r["account_label"] or "a customer account"
         which = r["which"]
         ev.append(TimelineEvent(
             utc(r["ts"]), f"{'First' if which == 'first' else 'Last'} affected response", "exposure", who, "data",
-            Q.format("affected_span"), _ev(r["source_file"], r["source_line"]),
+            Q.format("affected_span"), evidence(r["source_file"], r["source_line"], home(case)),
             "Request start of the affected response", f"{which}-affected",
             f"request {r['request_id']} of account {r['account_id'] or 'unknown'} on "
             f"{r['prefill_node'] or '?'} → {r['decode_node'] or '?'}", "public", (r["request_id"],)))
-    for r in run.rows("labelled_requests", {"models": list(model.facts.models)}):
+    for r in rows(case, "labelled_requests", {"models": list(model.facts.models)}):
         ev.append(TimelineEvent(
             utc(r["ts"]), f"{'First' if r['which'] == 'first' else 'Last'} request of the {r['label']}", "confirmation",
-            r["label"], "data", Q.format("labelled_requests"), _ev(r["source_file"], r["source_line"]),
+            r["label"], "data", Q.format("labelled_requests"), evidence(r["source_file"], r["source_line"], home(case)),
             "Request start", "test-request",
             f"request {r['request_id']} ({r['prompt_tokens'] if r['prompt_tokens'] is not None else '?'} prompt tokens, "
             f"{r['outcome'] or 'outcome unknown'}); account {r['account_id']} sent {r['n_requests']} request(s) to the "
@@ -124,12 +126,6 @@ def derived_events(model: "IncidentModel", run: "_Runner") -> list[TimelineEvent
     return ev
 
 
-def _ev(file, line) -> str:
-    if not file:
-        return ""
-    return f"{file}:{line}" if line is not None else str(file)
-
-
 def _check(hand: TimelineEvent, data: list[TimelineEvent], model: "IncidentModel") -> None:
     """Write conflicts (and pairing notes) on a hand event and the derived event it describes."""
     tol = model.disclosure.timeline_tolerance_minutes * 60
@@ -172,7 +168,7 @@ def _check(hand: TimelineEvent, data: list[TimelineEvent], model: "IncidentModel
             hand.notes.append(f"confirmed by {d.source}")
     if kind == "all-prefill-fixed" and model.counts.last_affected and model.counts.last_affected > hand.ts:
         _conflict(hand, same, f"an affected response was served at {iso(model.counts.last_affected)}, after all "
-                              f"prefill nodes were fixed by this event (queries/report/headline.sql)")
+                              f"prefill nodes were fixed by this event (queries/triage/summary.sql)")
 
 
 def _conflict(hand: TimelineEvent, data: list[TimelineEvent], msg: str) -> None:
@@ -181,9 +177,9 @@ def _conflict(hand: TimelineEvent, data: list[TimelineEvent], msg: str) -> None:
         d.conflicts.append(f"hand-entered event '{hand.title}' ({iso(hand.ts)}): {msg}")
 
 
-def build_timeline(case: Case, model: "IncidentModel", run: "_Runner") -> list[TimelineEvent]:
+def build_timeline(case: Case, model: "IncidentModel") -> list[TimelineEvent]:
     hand = hand_events(case)
-    data = derived_events(model, run)
+    data = derived_events(case, model)
     for h in hand:
         _check(h, data, model)
     events = hand + data

@@ -628,6 +628,8 @@ lead_supervisory_authority = "the lead supervisory authority (simulated)"
 cna_org_id = "00000000-0000-4000-8000-000000000000"
 fixed_version = "0.5.22"
 fixed_release_date = "2026-10-19"
+csaf_base_url = "https://inference.example.com/.well-known/csaf/amber/"
+cvss_v3 = "CVSS:3.1/AV:N/AC:H/PR:L/UI:N/S:C/C:H/I:N/A:N"
 
 [[accounts]]
 id = "{RESEARCHER}"

@@ -344,7 +344,12 @@ rule = "public"             # "public": prompt_tokens > pool_tokens
 # tlp = "AMBER"                                     # CSAF TLP label: WHITE, GREEN, AMBER, RED
 # csaf_status = "draft"                             # draft, interim, final
 # public_report_url = "https://..."
-# advisory_url = "https://..."
+# advisory_url = "https://..."                     # the advisory's web page
+# csaf_base_url = "https://inference.example.com/.well-known/csaf/amber/"   # https folder of your CSAF documents
+#                                                   # (canonical URL: <base>/<year>/<file name>; CSAF 6.2.11)
+# cvss_v3 = "CVSS:3.1/AV:N/AC:H/PR:L/UI:N/S:C/C:H/I:N/A:N"   # your CVSS v3.x base vector of the engine bug;
+#                                                   # kvir computes the score (CSAF, OSV, CVE)
+# published_at = 2026-10-26T00:00:00Z               # first publication of the documents (default: render time)
 # traffic_gap_minutes = 30          # a pause in customer traffic this long reads as "model private"
 # timeline_tolerance_minutes = 5    # larger hand-vs-data differences are shown as timeline conflicts
 # data_exposed = ["..."]                            # lists of strings (defaults describe KV-cache text)

@@ -72,7 +72,7 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
            hash: str = "auto", progress: bool = False, memory_limit: str | None = None,
            threads: int | None = None, startup: list[str | Path] | None = None,
            inventory: str | Path | None = None, join_tolerance_s: float | None = None,
-           engine: str = "duckdb", spark_master: str | None = None,
+           max_line_bytes: int | None = None, engine: str = "duckdb", spark_master: str | None = None,
            spark_conf: dict[str, str] | None = None) -> TriageResult:
     """Run a triage into the case folder `out` and return its result (see module docstring).
 
@@ -87,6 +87,10 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
                          keep_raw=keep_raw, hash=hash)
     if join_tolerance_s is not None:
         opts.join_tolerance_s = float(join_tolerance_s)
+    if max_line_bytes is not None:
+        if max_line_bytes < 1024:
+            raise InputError(f"--max-line-bytes must be at least 1024, not {max_line_bytes}")
+        opts.max_line_bytes = int(max_line_bytes)
     if engine not in ("duckdb", "spark"):
         raise InputError(f"--engine must be duckdb or spark, not {engine!r}")
     lakes = lake_paths(list(paths or []), spark=engine == "spark")
@@ -128,7 +132,8 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
             case.run("triage/aggregate_bounds", params)
             params["requests_total"], params["in_scope"] = (_scope_counts(case, params) if lake is None
                                                             else (lake.requests, None))
-            row = case.run("triage/summary", params, fetch=True)
+            case.run("triage/summary", params)   # the case table triage_summary: what the reports state too
+            row = case.con.execute("SELECT * FROM triage_summary").fetchall()
             cols = [d[0] for d in case.con.description]
         summary = _summary(spec, dict(zip(cols, row[0])))
         summary["threshold"] = ("pool in effect per node and time (node_configs from start-up logs)"

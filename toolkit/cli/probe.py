@@ -1,0 +1,110 @@
+"""`kvir probe`: a thin Typer wrapper over kvir.probe.run.probe. The plan and the request budget go to stderr
+before anything is sent, then a progress bar, then the verdicts; JSON on stdout (--json) or in files."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kvir.cli.present import echo_json, guarded, say
+
+HELP = """Is a live deployment exposed? One command against its OpenAI-compatible API:
+
+    kvir probe --endpoint https://llm.example.com/v1 --model MODEL \\
+      --api-key-env KEY_A --tenant-b-key-env KEY_B
+
+(KEY_A and KEY_B: environment variables holding two tenants' API keys.)
+
+The probe reads what the server says about itself (SGLang /get_server_info,
+vLLM /v1/models and /version; --pool and --context fill the gaps), builds
+prompts of exact token counts with the server's /tokenize, and checks:
+
+length: tenant B sends max_req_input_len - 1, itself and + 1, the pool,
+context - 1, context and context + 1 tokens. HTTP 400 is expected at and above
+the engine's limit; HTTP 200 there, usage.prompt_tokens of 1, or a count that
+disagrees with what was sent is a finding.
+
+canary: tenant A plants unique canaries, then tenant B sends over-limit
+prompts; every output of B (streamed too) is scanned for any fragment of any
+canary. A fragment found is exposure, reported with the request ids.
+
+timing (--timing): a paired prefix-cache timing test between the tenants,
+reported with its statistics; never proof on its own.
+
+Keys come only from environment variables (--api-key-env, --tenant-b-key-env,
+--header-env), never from the command line, and never appear in the output.
+With one key the tenants differ only by the `user` field. Prompt, canary and
+response text are never printed or stored: SHA-256 prefixes only.
+
+The plan and the request budget are shown before anything is sent (--dry-run
+stops there). Every HTTP attempt, retries included, counts against
+--max-requests; nothing starts after --deadline. What could not be decided is
+inconclusive, never "not exposed".
+
+Exit status: 0 not exposed, 1 exposed, 3 inconclusive, 2 an option or input
+cannot be used.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="probe", help=HELP)(probe_command)
+
+
+@guarded
+def probe_command(
+    endpoint: Annotated[str, typer.Option("--endpoint", "-e", help="The OpenAI-compatible base URL (with or without /v1).")],
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="The model name to send (default: the first of /v1/models).")] = None,
+    pool: Annotated[Optional[int], typer.Option("--pool", help="KV pool tokens (when the server does not say).")] = None,
+    context: Annotated[Optional[int], typer.Option("--context", help="Context length (when the server does not say).")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="Whose length rule applies: auto, sglang, vllm, other.")] = "auto",
+    api: Annotated[str, typer.Option("--api", help="completions or chat.")] = "completions",
+    header: Annotated[Optional[list[str]], typer.Option("--header", "-H", help="Gateway header 'Name: value' (repeatable; values never printed).")] = None,
+    header_env: Annotated[Optional[list[str]], typer.Option("--header-env", help="Header from an environment variable: 'Name=VAR' (repeatable).")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="Variable holding tenant A's API key (also B's without --tenant-b-key-env).")] = None,
+    tenant_b_key_env: Annotated[Optional[str], typer.Option("--tenant-b-key-env", help="Variable holding tenant B's API key.")] = None,
+    checks: Annotated[str, typer.Option("--checks", help="Comma-separated: length, canary, timing.")] = "length,canary",
+    timing: Annotated[bool, typer.Option("--timing", help="Add the prefix-cache timing check.")] = False,
+    tokenizer: Annotated[Optional[Path], typer.Option("--tokenizer", help="A local tokenizer.json instead of the server's /tokenize.")] = None,
+    max_requests: Annotated[int, typer.Option("--max-requests", help="At most this many HTTP attempts, retries included.")] = 200,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests in flight at once.")] = 4,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per attempt.")] = 120.0,
+    retries: Annotated[int, typer.Option("--retries", help="Retries after a 5xx, 429, timeout or transport error.")] = 2,
+    deadline: Annotated[float, typer.Option("--deadline", help="Seconds for the whole run.")] = 900.0,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Output tokens of each boundary prompt.")] = 8,
+    canary_max_tokens: Annotated[int, typer.Option("--canary-max-tokens", help="Output tokens of tenant B's over-limit prompts.")] = 48,
+    canary_rounds: Annotated[int, typer.Option("--canary-rounds", help="Plant-then-probe rounds.")] = 2,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and the request budget; send nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The result as JSON on stdout.")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result as JSON to this file.")] = None,
+    sarif: Annotated[Optional[Path], typer.Option("--sarif", help="Write the findings as SARIF 2.1.0 to this file.")] = None,
+    case: Annotated[Optional[Path], typer.Option("--case", help="Record the run, its requests and findings in this case folder.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No plan, progress or tables on stderr.")] = False,
+) -> None:
+    from kvir.cli.present.probe import ProgressBar, print_result
+    from kvir.probe.run import probe
+
+    names = tuple(c.strip() for c in checks.split(",") if c.strip()) + (("timing",) if timing and "timing" not in checks else ())
+    with ProgressBar(enabled=not quiet and not dry_run) as bar:
+        result = probe(endpoint, model, pool=pool, context=context, engine=engine, api=api,
+                       headers=tuple(header or ()), header_env=tuple(header_env or ()), api_key_env=api_key_env,
+                       tenant_b_key_env=tenant_b_key_env, checks=names,
+                       tokenizer=str(tokenizer) if tokenizer else None, max_requests=max_requests,
+                       concurrency=concurrency, timeout_s=timeout, retries=retries, deadline_s=deadline,
+                       max_tokens=max_tokens, canary_max_tokens=canary_max_tokens, canary_rounds=canary_rounds,
+                       dry_run=dry_run, progress=not quiet, case=case,
+                       on_plan=None if quiet else bar.plan, on_progress=bar.update)
+    doc = result.as_json()
+    if output is not None:
+        output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    if sarif is not None:
+        sarif.write_text(json.dumps(result.to_sarif(), indent=2, default=str) + "\n")
+    if not quiet and not dry_run:
+        print_result(result)
+        for what, p in (("JSON", output), ("SARIF", sarif), ("case", case)):
+            if p is not None:
+                say(f"{what}:", str(p))
+    if as_json:
+        echo_json(doc)
+    raise typer.Exit(code=0 if dry_run else result.exit_code)

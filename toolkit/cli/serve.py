@@ -1,0 +1,78 @@
+"""`kvir serve`: a thin Typer wrapper over kvir.serve.serve (uvicorn, foreground)."""
+from __future__ import annotations
+
+import os
+from typing import Annotated, Optional
+
+import typer
+
+from kvir.cli.present import guarded, say
+from kvir.core.errors import KvirError
+
+HELP = """Serve the replay engine behind an OpenAI-compatible API: a target on
+which `kvir probe` can fail.
+
+    kvir serve --build 0.5.19 --pool 4096 --context 8192 \\
+      --tenant a=KEY_A --tenant b=KEY_B
+
+Routes: /v1/completions and /v1/chat/completions (both also streamed),
+/tokenize, /get_server_info (/server_info), /v1/models, /version, /health.
+One tenant per API key (Authorization: Bearer KEY); --tenant NAME=VAR names
+the key held in environment variable VAR.
+
+--build is the SGLang build whose over-long-prompt path is replayed: 0.5.19
+(alias leaking: the stub is transferred, decode reads pages nobody wrote,
+HTTP 200), 0.5.20 (retired after its forward, HTTP 400), 0.5.21 (alias fixed:
+rejected at the bootstrap door, HTTP 400), or any SGLang version.
+
+The KV pools persist across requests, so a leaking build returns the text of
+whichever tenant last wrote the pages it reads: the model is the replay's
+recall model, and a normal request echoes its own prompt. Each request's log
+line says whose KV it read (tenants and slot counts, never text).
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="serve", help=HELP)(serve_command)
+
+
+@guarded
+def serve_command(
+    build: Annotated[str, typer.Option("--build", "-b", help="SGLang build: 0.5.19, 0.5.20, 0.5.21, leaking, fixed, or a version.")] = "leaking",
+    pool: Annotated[int, typer.Option("--pool", help="Prefill KV pool in tokens (SGLang's max_total_num_tokens).")] = 4096,
+    context: Annotated[int, typer.Option("--context", help="Context length in tokens.")] = 8192,
+    decode_pool: Annotated[Optional[int], typer.Option("--decode-pool", help="Decode KV pool in tokens (default: the context).")] = None,
+    page_size: Annotated[int, typer.Option("--page-size", help="Tokens per KV page.")] = 16,
+    free_list: Annotated[str, typer.Option("--free-list", help="Which freed pages are reused first: sglang (latest freed first), sglang-pd (merged and sorted), fifo.")] = "sglang",
+    model: Annotated[str, typer.Option("--model", help="The served model name.")] = "kvir-replay",
+    host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8000,
+    tenant: Annotated[Optional[list[str]], typer.Option("--tenant", help="NAME=VAR: the API key in environment variable VAR is tenant NAME (repeatable; without it every key is its own tenant).")] = None,
+    usage_from: Annotated[str, typer.Option("--usage-from", help="usage.prompt_tokens as decode counts it (the prompt) or prefill (1 for the stub).")] = "decode",
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    threads: Annotated[int, typer.Option("--threads", help="torch threads (small requests spend their time in per-operation overhead: one is fastest).")] = 1,
+) -> None:
+    from kvir.serve.engine import ServeConfig
+
+    keys = {}
+    for t in tenant or ():
+        name, sep, var = t.partition("=")
+        if not sep or not name.strip() or not var.strip():
+            raise KvirError(f"--tenant must look like NAME=VAR, not {t[:60]!r}")
+        key = os.environ.get(var.strip())
+        if not key:
+            raise KvirError(f"environment variable {var.strip()} is not set (or empty)", key="--tenant")
+        keys[key] = name.strip()
+    cfg = ServeConfig(build=build, pool=pool, context=context, decode_pool=decode_pool, page_size=page_size,
+                      free_list=free_list, model=model, usage_from=usage_from, tenants=keys)
+    cfg.check()
+    b = cfg.resolved()
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        say(f"warning: binding {host}: kvir serve is a test target that returns other tenants' text by design; "
+            "keep it off shared networks", style="yellow")
+    say(f"kvir serve: SGLang {b.name} ({b.behaviour}); pool {pool:,}, context {context:,}, decode pool "
+        f"{cfg.decode_tokens:,}, page {page_size}, free list {free_list}; model {model}; tenants: "
+        f"{', '.join(sorted(keys.values())) or 'one per API key'}; http://{host}:{port}")
+    from kvir.serve.run import serve
+
+    serve(cfg, host=host, port=port, log_level=log_level, threads=threads)

@@ -1,0 +1,222 @@
+"""The probe's HTTP client: one budget for every attempt, a wall-clock deadline, per-attempt timeouts,
+retries with exponential backoff for 5xx and transport errors, 429 Retry-After honoured, bounded
+concurrency. A reply keeps what the checks need (status, JSON, streamed chunks) in memory only."""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import httpx
+
+from kvir.probe.config import ProbeOptions, Tenant
+
+
+@dataclass
+class Reply:
+    method: str
+    path: str
+    request_id: str                       # the X-Request-Id the probe sent
+    status: int | None = None             # None: no HTTP answer (timeout, transport error, not sent)
+    body: Any = None                      # parsed JSON (or None)
+    chunks: list[dict] | None = None      # parsed SSE events of a streamed 200
+    error: str | None = None              # why there is no usable answer
+    attempts: int = 0
+    statuses: list[int | None] = field(default_factory=list)   # every attempt's status
+    latency_s: float | None = None        # of the last attempt
+    retry_waits: list[float] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+    @property
+    def answered(self) -> bool:
+        """A definite answer: 2xx or a 4xx other than 429."""
+        return self.status is not None and self.status < 500 and self.status != 429
+
+
+class Budget:
+    """At most `max_requests` HTTP attempts, and nothing started after the deadline."""
+
+    def __init__(self, max_requests: int, deadline_s: float):
+        self.max_requests, self.deadline = max_requests, time.monotonic() + deadline_s
+        self.sent = 0
+
+    def remaining_s(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def take(self) -> str | None:
+        if self.sent >= self.max_requests:
+            return f"not sent: the request budget ({self.max_requests}) is spent"
+        if self.remaining_s() <= 0:
+            return "not sent: the deadline passed"
+        self.sent += 1
+        return None
+
+
+def retry_after_s(value: str | None) -> float | None:
+    """Retry-After as seconds (a number or an HTTP date), None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class Client:
+    def __init__(self, opts: ProbeOptions, budget: Budget, on_attempt: Callable[[], None] | None = None,
+                 run_id: str = "run"):
+        self.opts, self.budget, self.on_attempt = opts, budget, on_attempt or (lambda: None)
+        self.base = opts.base_url
+        self.sem = asyncio.Semaphore(opts.concurrency)
+        self._seq = 0
+        self.run_id = run_id
+        self.http = httpx.AsyncClient(headers=opts.common_headers(), params=opts.query_params, follow_redirects=False,
+                                      timeout=httpx.Timeout(opts.timeout_s),
+                                      limits=httpx.Limits(max_connections=max(2, opts.concurrency + 2)))
+        self._rng = random.Random()
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    def next_id(self) -> str:
+        self._seq += 1
+        return f"kvir-probe-{self.run_id}-{self._seq:04d}"
+
+    async def call(self, method: str, path: str, *, body: dict | None = None, tenant: Tenant | None = None,
+                   stream: bool = False, retry: bool = True) -> Reply:
+        rep = Reply(method, path, self.next_id())
+        headers = {"X-Request-Id": rep.request_id, **(tenant.headers() if tenant else {})}
+        while True:
+            why = self.budget.take()
+            if why:
+                rep.error = why if rep.attempts == 0 else f"{rep.error or 'failed'}; retry {why.removeprefix('not sent: ')}"
+                return rep
+            rep.attempts += 1
+            timeout = max(0.05, min(self.opts.timeout_s, self.budget.remaining_s()))
+            status, hdrs = None, {}
+            try:
+                async with self.sem:
+                    t0 = time.monotonic()
+                    status, hdrs, rep.body, rep.chunks = await asyncio.wait_for(
+                        self._once(method, path, body, headers, stream), timeout)
+                    rep.latency_s = time.monotonic() - t0
+                rep.error = None if status < 500 and status != 429 else f"HTTP {status}"
+            except (asyncio.TimeoutError, httpx.TimeoutException):
+                rep.error = f"timeout after {timeout:.1f} s"
+                rep.body = rep.chunks = None
+            except httpx.HTTPError as e:
+                rep.error = f"transport error: {type(e).__name__}"
+                rep.body = rep.chunks = None
+            finally:
+                self.on_attempt()
+            rep.status = status
+            rep.statuses.append(status)
+            if rep.answered or not retry or rep.attempts > self.opts.retries:
+                return rep
+            wait = retry_after_s(hdrs.get("retry-after")) if status == 429 else None
+            if wait is None:
+                wait = self.opts.backoff_s * 2 ** (rep.attempts - 1) * (0.8 + 0.4 * self._rng.random())
+            if wait > self.opts.max_retry_after_s or wait >= self.budget.remaining_s():
+                rep.error = f"{rep.error}; the next retry (in {wait:.1f} s) would pass the deadline or --max-retry-after"
+                return rep
+            rep.retry_waits.append(wait)
+            await asyncio.sleep(wait)
+
+    async def _once(self, method: str, path: str, body: dict | None, headers: dict, stream: bool):
+        url = self.base + path
+        if not stream:
+            r = await self.http.request(method, url, json=body, headers=headers)
+            return r.status_code, r.headers, _json(r.content), None
+        async with self.http.stream(method, url, json=body, headers=headers) as r:
+            if r.status_code != 200 or "text/event-stream" not in r.headers.get("content-type", ""):
+                return r.status_code, r.headers, _json(await r.aread()), None
+            chunks: list[dict] = []
+            async for line in r.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                ev = _json(data.encode())
+                if isinstance(ev, dict):
+                    chunks.append(ev)
+            return r.status_code, r.headers, None, chunks
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def output_text(rep: Reply) -> tuple[str, list[str]]:
+    """The generated text of a completion or chat reply, and its streamed pieces (one per chunk)."""
+    pieces: list[str] = []
+    if rep.chunks is not None:
+        for ev in rep.chunks:
+            for ch in ev.get("choices") or []:
+                if not isinstance(ch, dict):
+                    continue
+                t = ch.get("text")
+                if t is None:
+                    t = (ch.get("delta") or {}).get("content")
+                if isinstance(t, str) and t:
+                    pieces.append(t)
+        return "".join(pieces), pieces
+    body = rep.body if isinstance(rep.body, dict) else {}
+    texts = []
+    for ch in body.get("choices") or []:
+        if isinstance(ch, dict):
+            t = ch.get("text")
+            if t is None:
+                t = (ch.get("message") or {}).get("content")
+            if isinstance(t, str):
+                texts.append(t)
+    return "".join(texts), []
+
+
+def usage_of(rep: Reply) -> dict:
+    """usage of a reply (the last streamed chunk that carries one)."""
+    if rep.chunks is not None:
+        for ev in reversed(rep.chunks):
+            if isinstance(ev.get("usage"), dict):
+                return ev["usage"]
+        return {}
+    body = rep.body if isinstance(rep.body, dict) else {}
+    return body.get("usage") if isinstance(body.get("usage"), dict) else {}
+
+
+def response_id(rep: Reply) -> str | None:
+    src = rep.chunks[0] if rep.chunks else rep.body
+    rid = src.get("id") if isinstance(src, dict) else None
+    return rid if isinstance(rid, str) else None
+
+
+def error_kind(rep: Reply) -> str | None:
+    """What an error body blames, as a word (never the message text): context, input, max_tokens, other."""
+    b = rep.body if isinstance(rep.body, dict) else {}
+    err = b.get("error") if isinstance(b.get("error"), dict) else b
+    msg = str(err.get("message") or "").lower()
+    param = str(err.get("param") or "").lower()
+    if not msg and not param:
+        return None
+    if "context length" in msg or param == "input_tokens":
+        return "context"
+    if "maximum allowed length" in msg or "exceeds the maximum" in msg or "too long" in msg:
+        return "input"
+    if "max_tokens" in msg or param == "max_tokens":
+        return "max_tokens"
+    return "other"

@@ -1,0 +1,137 @@
+"""`probe(...)`: the live check of one deployment, as a plain function (the CLI is a thin wrapper).
+
+    plan (shown before anything is sent) -> discovery -> length check -> canary check -> timing check
+    -> verdicts -> JSON / SARIF / case events
+
+Works from a notebook too (an event loop already running there: the probe runs on its own thread).
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import secrets
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from kvir.probe.canary import CanaryIndex
+from kvir.probe.config import ProbeOptions
+from kvir.probe.context import Context
+from kvir.probe.crosstenant import canary_check
+from kvir.probe.http import Budget, Client
+from kvir.probe.learn import discover
+from kvir.probe.length import length_check
+from kvir.probe.plan import make_plan
+from kvir.probe.prompts import Counter, PromptBuilder, new_tag
+from kvir.probe.result import EXPOSED, INCONCLUSIVE, Finding, ProbeResult, overall
+from kvir.probe.timing import timing_check
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def probe(endpoint: str, model: str | None = None, *, on_plan: Callable[[dict], None] | None = None,
+          on_progress: Callable[[int, int], None] | None = None, **options: Any) -> ProbeResult:
+    """Probe an OpenAI-compatible endpoint (see ProbeOptions for every option). `on_plan(plan)` is called
+    before anything is sent and again once the server's facts are known; `on_progress(sent, planned)`
+    after every HTTP attempt. Raises KvirError for options that cannot be used."""
+    opts = ProbeOptions(endpoint=endpoint, model=model, **options)
+    opts.validate()
+    return run_sync(run_probe(opts, on_plan, on_progress))
+
+
+def run_sync(coro):
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["r"] = asyncio.run(coro)
+        except BaseException as e:  # re-raised in the caller's thread
+            box["e"] = e
+
+    th = threading.Thread(target=target, name="kvir-probe")
+    th.start()
+    th.join()
+    if "e" in box:
+        raise box["e"]
+    return box["r"]
+
+
+async def run_probe(opts: ProbeOptions, on_plan=None, on_progress=None) -> ProbeResult:
+    plan = make_plan(opts, None)
+    result = ProbeResult(options=opts.describe(), plan=plan, run_id=secrets.token_hex(4), dry_run=opts.dry_run)
+    if on_plan:
+        on_plan(plan)
+    if opts.dry_run:
+        result.reason = "dry run: nothing was sent"
+        return result
+    t0 = time.monotonic()
+    result.started_at = _now()
+    budget = Budget(opts.max_requests, opts.deadline_s)
+    planned = [plan["planned_requests"]]
+    client = Client(opts, budget, (lambda: on_progress(budget.sent, planned[0])) if on_progress else None,
+                    run_id=result.run_id)
+    try:
+        facts = await discover(client, opts)
+        model = opts.model or (facts.models[0] if facts.models else None)
+        result.options["model"] = model
+        plan = make_plan(opts, facts)
+        plan["planned_requests"] += budget.sent          # discovery is already spent
+        planned[0] = plan["planned_requests"]
+        result.plan, result.facts = plan, facts.as_json()
+        if on_plan:
+            on_plan(plan)
+        counter = Counter(opts, None if opts.tokenizer else client, model)
+        ctx = Context(opts, client, facts, PromptBuilder(counter, new_tag()), model, CanaryIndex(opts.fragment_chars))
+        for name, fn in (("length", length_check), ("canary", canary_check), ("timing", timing_check)):
+            if name in opts.checks:
+                result.checks.append(await fn(ctx))
+        if "canary" not in opts.checks:
+            result.notes.append("the canary check did not run: outputs were not scanned for other tenants' text")
+        result.requests = ctx.log
+        result.notes += facts.notes
+        for k in facts.secrets_exposed:
+            result.extra_findings.append(Finding("KVIR-P006", "discovery", f"the server's info route shows a non-empty "
+                                                 f"`{k}` field (its value was not kept)", [], {"field": k}))
+    finally:
+        await client.close()
+    result.sent = budget.sent
+    result.verdict, result.reason = overall(result.checks)
+    if budget.sent >= opts.max_requests and result.verdict != EXPOSED:
+        result.notes.append(f"the request budget ({opts.max_requests}) was spent")
+    if budget.remaining_s() <= 0 and result.verdict != EXPOSED:
+        result.notes.append(f"the deadline ({opts.deadline_s:g} s) passed")
+    if result.verdict == INCONCLUSIVE and (budget.sent >= opts.max_requests or budget.remaining_s() <= 0):
+        result.reason += " (budget or deadline reached)"
+    result.wall_s = time.monotonic() - t0
+    result.ended_at = _now()
+    if opts.case is not None:
+        record_in_case(opts.case, result)
+    return result
+
+
+def record_in_case(path: Path, result: ProbeResult) -> None:
+    """The run, its requests and its findings into the case's probe tables (created by the case layer)."""
+    from kvir.case.probe_tables import record_probe
+    from kvir.case.store import CASE_DB, Case
+
+    p = Path(path)
+    case = Case.open(p) if (p / CASE_DB).exists() else Case.create(p, overwrite=False)
+    try:
+        run = {"run_id": result.run_id, "started_at": result.started_at, "ended_at": result.ended_at,
+               "endpoint": result.options["endpoint"], "model": result.options.get("model"),
+               "engine": (result.facts or {}).get("engine"), "version": (result.facts or {}).get("version"),
+               "verdict": result.verdict, "reason": result.reason, "requests_sent": result.sent,
+               "checks": {c.name: c.verdict for c in result.checks}}
+        findings = [{"check": f.check, "rule_id": f.rule_id, "severity": f.severity, "message": f.message,
+                     "request_ids": f.request_ids, "evidence": f.evidence} for f in result.findings]
+        record_probe(case, run, result.requests, findings)
+        case.save_manifest()
+    finally:
+        case.close()

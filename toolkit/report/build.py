@@ -1,0 +1,201 @@
+"""Building the incident model from the case alone: the tables written by triage, audit and replay, and
+the spec facts that triage recorded. Each question is one query in queries/report/ over all accounts (run
+once through Case.run, logged in the manifest); the rows are split by account in memory.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kvir.case.spec_tables import read_disclosure
+from kvir.case.store import Case
+from kvir.core.errors import KvirError
+from kvir.core.files import sha256_file
+from kvir.report.disclosure import parse_disclosure
+from kvir.report.model import COUNT_COLUMNS, Counts, Facts, IncidentModel
+from kvir.report.read import evidence, grouped, home, rows, shown_path
+from kvir.report.records import (AccountExposure, AffectedResponse, Finding, HistogramBin, Indicator, NodeExposure,
+                                 NodeFix, ReplaySummary, ReplayVerdict, SourceExposure, SourceRequest, Stage,
+                                 TrafficGap)
+from kvir.report.times import iso, utc
+
+NEEDED_TABLES = ("affected", "accounts", "nodes", "triage_hits", "excluded", "requests", "account_rules")
+BINS_PER_DECADE = 10
+
+
+def _facts(case: Case) -> Facts:
+    if not case.has("incident"):
+        raise KvirError("the case has no `incident` table: run `kvir triage` first", path=str(home(case)))
+    kv = dict(case.con.execute("SELECT key, value FROM incident").fetchall())
+    need = ("id", "title", "models", "window_start", "window_end", "pool_tokens", "context_tokens", "rule")
+    missing = [k for k in need if k not in kv]
+    if missing:
+        raise KvirError(f"the case's incident table lacks {', '.join(missing)}", path=str(home(case)))
+    tri = case.manifest.get("triage") or {}
+    return Facts(
+        id=kv["id"], title=kv["title"], models=tuple(json.loads(kv["models"])),
+        window_start=utc(kv["window_start"]), window_end=utc(kv["window_end"]),
+        pool_tokens=int(kv["pool_tokens"]), context_tokens=int(kv["context_tokens"]), rule=kv["rule"],
+        rule_text=tri.get("rule", kv["rule"]), other_rule_text=tri.get("other_rule", ""),
+        spec_path=shown_path(kv.get("spec_path", ""), home(case)),
+        awareness_time=utc(kv["awareness_time"]) if kv.get("awareness_time") else None,
+    )
+
+
+def _counts(case: Case, warns: list[str]) -> Counts:
+    """The triage's headline counts (table triage_summary), exactly as `kvir triage` printed them."""
+    if not case.has("triage_summary"):
+        raise KvirError("the case has no `triage_summary` table (triaged by an older kvir): run `kvir triage` "
+                        "again", path=str(home(case)))
+    h = rows(case, "headline")[0]
+    if int(h["affected_now"]) != int(h["affected"]):
+        warns.append(f"the triage summary says {h['affected']} affected responses, the case's affected table now "
+                     f"holds {h['affected_now']}: run `kvir triage` again before publishing")
+    return Counts(**{k: (utc(h[k]) if k in ("first_affected", "last_affected")
+                         else None if h[k] is None and k == "in_scope" else int(h[k] or 0))
+                     for k in COUNT_COLUMNS})
+
+
+def _stages(case: Case) -> list[Stage]:
+    out = [Stage("triage", True, ("requests", "affected", "accounts", "nodes"), "")]
+    audit = tuple(t for t in ("node_configs", "findings", "runtime_indicators") if case.has(t))
+    out.append(Stage("audit", bool(audit), audit,
+                     "" if audit else "not run: no node_configs, findings or runtime_indicators in the case "
+                                      "(run `kvir audit`)"))
+    replay = tuple(t for t in ("replay_results", "replay_exposure") if case.has(t))
+    out.append(Stage("replay", "replay_results" in replay, replay,
+                     "" if "replay_results" in replay else "not run: no replay_results in the case (run `kvir replay`)"))
+    return out
+
+
+def _accounts(case: Case, replay_ran: bool) -> list[AccountExposure]:
+    responses = grouped(rows(case, "account_responses"), "account_id")
+    replays = grouped(rows(case, "account_replays"), "account_id") if replay_ran else {}
+    out = []
+    for a in rows(case, "accounts"):
+        acc = AccountExposure(a["account_id"], a["label"], a["label_reason"], bool(a["excluded"]), int(a["affected"]),
+                              utc(a["first_affected"]), utc(a["last_affected"]))
+        if acc.account_id is not None:
+            acc.responses = [AffectedResponse(r["request_id"], utc(r["ts"]), utc(r["ts_end"]), r["prompt_tokens"],
+                                              r["completion_tokens"], r["http_status"], r["finish_reason"])
+                             for r in responses.get(acc.account_id, [])]
+            acc.replay = [ReplayVerdict(r["request_id"], r["verdict"], r["leaked_tokens"], int(r["foreign_requests"]))
+                          for r in replays.get(acc.account_id, [])]
+        out.append(acc)
+    return out
+
+
+def _audit(case: Case) -> tuple[list[NodeFix], list[Finding], list[Indicator]]:
+    def ev(r: dict[str, Any], prefix: str) -> str:
+        return evidence(r[f"{prefix}_file"], r[f"{prefix}_line"], home(case))
+
+    fixes = [NodeFix(r["node"], r["role"], int(r["starts"]), utc(r["vulnerable_from"]), r["vulnerable_pool"],
+                     r["vulnerable_context"], ev(r, "vulnerable"), utc(r["fixed_at"]), r["fixed_version"],
+                     r["fixed_pool"], r["fixed_context"], ev(r, "fixed"), bool(r["still_vulnerable"]))
+             for r in rows(case, "node_fixes")] if case.has("node_configs") else []
+    findings = [Finding(r["rule_id"], r["severity"], r["node"], r["role"], utc(r["ts"]), r["title"] or "",
+                        r["message"] or "", r["fix"] or "", ev(r, "evidence"))
+                for r in rows(case, "findings")] if case.has("findings") else []
+    indicators = [Indicator(r["node"], r["role"], r["indicator"], int(r["n"] or 0), utc(r["first_ts"]),
+                            utc(r["last_ts"]), ev(r, "evidence"))
+                  for r in rows(case, "runtime_events")] if case.has("runtime_indicators") else []
+    return fixes, findings, indicators
+
+
+def _replay(case: Case, warns: list[str]) -> ReplaySummary:
+    verdicts = rows(case, "replay_verdicts")
+    replay = ReplaySummary({v["verdict"]: int(v["n"]) for v in verdicts},
+                           sum(int(v["leaked_tokens"] or 0) for v in verdicts), sum(int(v["n"]) for v in verdicts),
+                           sum(int(v["patched_rejected"] or 0) for v in verdicts))
+    if not case.has("replay_exposure"):
+        warns.append("replay ran but wrote no replay_exposure table: no source-account notices")
+        return replay
+    requests = grouped(rows(case, "source_requests"), "account_id")
+    for s in rows(case, "replay_sources"):
+        src = SourceExposure(s["account_id"], s["label"], int(s["source_requests"]), int(s["reader_responses"]),
+                             s["tokens"])
+        src.requests = [SourceRequest(r["request_id"], utc(r["ts"]), int(r["reached_responses"]), r["tokens"])
+                        for r in requests.get(src.account_id, [])]
+        replay.sources.append(src)
+    return replay
+
+
+def _traffic_gap(case: Case, facts: Facts, search_from, minutes: float) -> TrafficGap | None:
+    found = rows(case, "traffic_gap", {"models": list(facts.models), "search_from": search_from,
+                                       "min_gap_s": minutes * 60})
+    if not found:
+        return None
+    g = found[0]
+    return TrafficGap(g["before_id"], utc(g["before_ts"]), evidence(g["before_file"], g["before_line"], home(case)),
+                      g["after_id"], utc(g["after_ts"]), evidence(g["after_file"], g["after_line"], home(case)),
+                      float(g["gap_s"]))
+
+
+def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentModel:
+    """Assemble the incident model from the case (tables written by triage, audit, replay and the spec
+    facts triage recorded); build the timeline too."""
+    from kvir.report.timeline import build_timeline
+
+    logged = len(case.log.entries)
+    facts = _facts(case)
+    raw_disclosure = read_disclosure(case)
+    if facts.awareness_time is not None:
+        raw_disclosure.setdefault("awareness_time", iso(facts.awareness_time))
+    disclosure = parse_disclosure(raw_disclosure, facts.id)
+    warns = list(warnings or [])
+    if disclosure.unknown_keys:
+        warns.append("unknown [disclosure] key(s) ignored: " + ", ".join(disclosure.unknown_keys)
+                     + " (see the keys in `kvir init`'s template)")
+    for k in NEEDED_TABLES:
+        if not case.has(k):
+            raise KvirError(f"the case has no `{k}` table: run `kvir triage` first", path=str(home(case)))
+    window = {"models": list(facts.models), "window_start": facts.window_start, "window_end": facts.window_end}
+    counts = _counts(case, warns)
+    stages = _stages(case)
+    replay_ran = stages[2].ran
+    accounts = _accounts(case, replay_ran)
+    nodes = [NodeExposure(n["node"], n["role"], int(n["affected"]), utc(n["first_affected"]),
+                          utc(n["last_affected"]), int(n["accounts"])) for n in rows(case, "nodes")]
+    node_fixes, findings, indicators = _audit(case)
+    replay = _replay(case, warns) if replay_ran else None
+    bpd = BINS_PER_DECADE
+    hist = [HistogramBin(10 ** (b["bin"] / bpd), 10 ** ((b["bin"] + 1) / bpd), int(b["n"]), int(b["n_affected"]))
+            for b in rows(case, "prompt_histogram", {**window, "bins_per_decade": bpd})]
+    by_hour = [(utc(r["hour"]), int(r["n"])) for r in rows(case, "affected_by_hour")]
+    gap = _traffic_gap(case, facts, disclosure.awareness_time or facts.window_start, disclosure.traffic_gap_minutes)
+
+    model = IncidentModel(
+        facts=facts, counts=counts, accounts=accounts, nodes=nodes, node_fixes=node_fixes, findings=findings,
+        indicators=indicators, replay=replay, stages=stages, disclosure=disclosure, histogram=hist,
+        by_hour=by_hour, traffic_gap=gap, traffic_gap_query="queries/report/traffic_gap.sql",
+        warnings=warns, case_path=home(case).name, case_inputs=list(case.manifest.get("inputs") or []),
+    )
+    model.timeline = build_timeline(case, model)
+    model.queries = list(case.log.entries[logged:])
+    return model
+
+
+def case_input_hashes(case: Case) -> dict[str, Any]:
+    """SHA-256 of what the reports were built from: the case database, its manifest, the spec, the logs
+    (their paths as the reports show them: kvir.report.read.shown_path)."""
+    out: dict[str, Any] = {}
+    for name in ("case.duckdb", "manifest.json"):
+        p = Path(case.path) / name
+        if p.exists():
+            out[name] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+    spec = case.manifest.get("incident_spec")
+    if spec:
+        out["incident_spec"] = {**spec, "path": shown_path(spec.get("path"), home(case))}
+    out["log_inputs"] = [_shown_input(s, home(case)) for s in case.manifest.get("inputs") or []]
+    return out
+
+
+def _shown_input(source: dict[str, Any], case_dir: Path) -> dict[str, Any]:
+    s = dict(source)
+    if "label" in s:
+        s["label"] = shown_path(s["label"], case_dir)
+    if isinstance(s.get("files"), list):
+        s["files"] = [{**f, "path": shown_path(f.get("path"), case_dir)} if isinstance(f, dict) else f
+                      for f in s["files"]]
+    return s

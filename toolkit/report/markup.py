@@ -1,0 +1,97 @@
+"""Jinja environments over templates/ and the escaping every document relies on.
+
+HTML templates autoescape everything. Markdown templates escape every value (entities for < > &,
+backslashes for Markdown syntax); the HTML form of a prose document is its Markdown converted by
+markdown-it with raw HTML disabled. JSON templates put every value through `tojson`.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from importlib import resources
+from typing import Any
+
+from markupsafe import Markup
+
+from kvir.report.times import iso
+
+_MD_ESC = re.compile(r"([\\`*\[\]|{}])")
+
+
+def md_escape(value: Any) -> str:
+    """A value placed in Markdown: HTML-special characters as entities, Markdown syntax backslashed,
+    line breaks flattened (a log-derived string can neither add markup nor break a table)."""
+    if isinstance(value, Markup):
+        return str(value)
+    if value is None:
+        return ""
+    s = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = _MD_ESC.sub(r"\\\1", s)
+    return re.sub(r"[\r\n\t]+", " ", s)
+
+
+def _num(v: Any) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float) and not v.is_integer():
+        return f"{v:,.1f}"
+    return f"{int(v):,}"
+
+
+def _utc(v: Any) -> str:
+    if v is None or v == "":
+        return "n/a"
+    if isinstance(v, dt.datetime):
+        return iso(v)
+    return str(v)
+
+
+def _day(v: Any) -> str:
+    return v.strftime("%Y-%m-%d") if isinstance(v, dt.datetime | dt.date) else "n/a"
+
+
+def _json_text(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+FILTERS = {"num": _num, "utc": _utc, "day": _day, "json": _json_text}
+
+
+def loader():
+    from jinja2 import FileSystemLoader
+
+    return FileSystemLoader(str(resources.files("kvir.templates")))
+
+
+def environments(template_loader=None):
+    """(html, markdown, json) Jinja environments over templates/."""
+    from jinja2 import Environment, StrictUndefined
+
+    load = template_loader or loader()
+    html = Environment(loader=load, autoescape=True, undefined=StrictUndefined, trim_blocks=False)
+    md = Environment(loader=load, autoescape=False, undefined=StrictUndefined, finalize=md_escape,
+                     keep_trailing_newline=True)
+    js = Environment(loader=load, autoescape=False, undefined=StrictUndefined)
+    for env in (html, md, js):
+        env.filters.update(FILTERS)
+    return html, md, js
+
+
+def md_to_html(text: str) -> Markup:
+    """Markdown -> HTML with raw HTML disabled (escaped): nothing in the Markdown can become markup."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+    return Markup(md.render(text))
+
+
+def slug(account_id: str) -> str:
+    """A file name for an account (ids are log-derived: anything goes in them)."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", account_id).strip("._-")[:40] or "account"
+    return f"{base}-{hashlib.sha256(account_id.encode()).hexdigest()[:10]}"
+
+
+def css() -> Markup:
+    return Markup(resources.files("kvir.templates").joinpath("static", "report.css").read_text())

@@ -1,0 +1,186 @@
+"""The rows of the incident model: one dataclass per kind of thing a document lists (an affected response,
+an account, a node, a finding, a timeline event ...). Each is filled from one report query; none holds
+prompt or response text."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from dataclasses import dataclass, field
+
+from kvir.report.times import iso
+
+
+@dataclass(frozen=True)
+class AffectedResponse:
+    request_id: str
+    ts: dt.datetime
+    ts_end: dt.datetime | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    http_status: int | None
+    finish_reason: str | None
+
+
+@dataclass(frozen=True)
+class ReplayVerdict:
+    request_id: str
+    verdict: str
+    leaked_tokens: int | None
+    foreign_requests: int
+
+
+@dataclass
+class AccountExposure:
+    account_id: str | None
+    label: str | None
+    reason: str | None
+    excluded: bool
+    affected: int
+    first: dt.datetime | None
+    last: dt.datetime | None
+    responses: list[AffectedResponse] = field(default_factory=list)
+    replay: list[ReplayVerdict] = field(default_factory=list)
+
+    @property
+    def is_customer(self) -> bool:
+        return self.account_id is not None and self.label is None
+
+
+@dataclass(frozen=True)
+class SourceRequest:
+    request_id: str
+    ts: dt.datetime | None
+    reached_responses: int
+    tokens: int | None
+
+
+@dataclass
+class SourceExposure:
+    """An account whose data the replay found in someone else's response."""
+
+    account_id: str
+    label: str | None
+    source_requests: int
+    reader_responses: int
+    tokens: int | None
+    requests: list[SourceRequest] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NodeExposure:
+    node: str | None
+    role: str
+    affected: int
+    first: dt.datetime | None
+    last: dt.datetime | None
+    accounts: int
+
+
+@dataclass(frozen=True)
+class NodeFix:
+    node: str
+    role: str | None
+    starts: int
+    vulnerable_from: dt.datetime | None
+    vulnerable_pool: int | None
+    vulnerable_context: int | None
+    vulnerable_evidence: str
+    fixed_at: dt.datetime | None
+    fixed_version: str | None
+    fixed_pool: int | None
+    fixed_context: int | None
+    fixed_evidence: str
+    still_vulnerable: bool
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule_id: str
+    severity: str
+    node: str | None
+    role: str | None
+    ts: dt.datetime | None
+    title: str
+    message: str
+    fix: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Indicator:
+    node: str | None
+    role: str | None
+    indicator: str
+    n: int
+    first_ts: dt.datetime | None
+    last_ts: dt.datetime | None
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    ran: bool
+    tables: tuple[str, ...]
+    note: str
+
+
+@dataclass
+class ReplaySummary:
+    verdicts: dict[str, int]
+    leaked_tokens: int
+    replayed: int
+    patched_rejected: int
+    sources: list[SourceExposure] = field(default_factory=list)
+
+    @property
+    def exposed(self) -> int:
+        return self.verdicts.get("exposed", 0)
+
+
+@dataclass(frozen=True)
+class HistogramBin:
+    lo: float
+    hi: float
+    n: int
+    n_affected: int
+
+
+@dataclass(frozen=True)
+class TrafficGap:
+    before_id: str
+    before_ts: dt.datetime
+    before_evidence: str
+    after_id: str
+    after_ts: dt.datetime
+    after_evidence: str
+    gap_s: float
+
+
+@dataclass
+class TimelineEvent:
+    """One timeline entry (research/disclosure.md §6): when, what, who, and where it comes from."""
+
+    ts: dt.datetime
+    title: str
+    category: str
+    actor: str
+    origin: str                    # "hand" (incident.toml) or "data" (a query over the case)
+    source: str                    # incident.toml [[events]] #n, or queries/report/<name>.sql
+    evidence: str = ""             # file:line of the log record, when there is one
+    timestamp_desc: str = ""
+    kind: str = "hand"
+    description: str = ""
+    visibility: str = "internal"
+    related_request_ids: tuple[str, ...] = ()
+    conflicts: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def event_id(self) -> str:
+        key = f"{self.origin}|{self.kind}|{iso(self.ts)}|{self.title}"
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    @property
+    def iso(self) -> str:
+        return iso(self.ts)
