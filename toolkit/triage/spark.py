@@ -30,20 +30,16 @@ from kvir.core.sql import load
 from kvir.ingest.lake import LakeInfo, attach_lake, is_lake, requests_view, shard_of_path
 from kvir.triage.transpile import spark_query
 
-# kvir's settings, over Spark's defaults and under the user's --spark-conf (the time zone is kvir's alone)
-DEFAULT_CONF = {
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.sources.partitionColumnTypeInference.enabled": "false",   # shard=01 stays the text "01"
-    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
-    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
-}
-LOCAL_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8"}   # not 200 tiny tasks
+# kvir's settings for a session it starts, over Spark's defaults and under --spark-conf (the time zone
+# is kvir's alone); a cluster's own spark-defaults (JVM options and the like) are left as they are
+DEFAULT_CONF = {"spark.ui.showConsoleProgress": "false"}
+LOCAL_CONF = {"spark.ui.enabled": "false"}                  # an explicit local[N] master: no web UI
+LOCAL_SHUFFLE_PARTITIONS = "8"                              # local: not 200 tiny tasks per shuffle
 SPEC_TABLES = ("account_rules", "node_configs")
 
 
 def _pyspark():
     try:
-        import pyspark  # noqa: F401
         from pyspark.sql import SparkSession
     except ImportError:
         raise KvirError("the Spark engine needs pyspark and sqlglot: pip install 'kvir[spark]'") from None
@@ -66,25 +62,31 @@ def parse_conf(items: list[str] | None) -> dict[str, str]:
 def session(master: str | None = None, conf: dict[str, str] | None = None):
     """The Spark session triage runs on (see the module docstring)."""
     SparkSession = _pyspark()
+    from pyspark import SparkContext
+
     spark = SparkSession.getActiveSession()
+    if spark is None and SparkContext._active_spark_context is not None:   # started in another thread
+        spark = SparkSession.builder.getOrCreate()
+    conf = dict(conf or {})
     if spark is None:
         b = SparkSession.builder.appName("kvir-triage")
         if master:
             b = b.master(master)
-        local = (master or "local").startswith("local")
-        for k, v in {**DEFAULT_CONF, **(LOCAL_CONF if local else {}), **(conf or {})}.items():
+        for k, v in {**DEFAULT_CONF, **(LOCAL_CONF if (master or "").startswith("local") else {}), **conf}.items():
             b = b.config(k, v)
         spark = b.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
+        if spark.sparkContext.master.startswith("local") and "spark.sql.shuffle.partitions" not in conf:
+            spark.conf.set("spark.sql.shuffle.partitions", LOCAL_SHUFFLE_PARTITIONS)
     else:
-        for k, v in (conf or {}).items():      # runtime settings only; static ones were fixed at start
+        for k, v in conf.items():      # runtime settings only; static ones were fixed at start
             try:
                 spark.conf.set(k, v)
             except Exception as e:
                 raise InputError(f"--spark-conf {k}: cannot be changed on the running Spark session "
                                  f"({str(e).splitlines()[0]})") from None
     spark.conf.set("spark.sql.session.timeZone", "UTC")
-    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")   # shard=01 stays "01"
     return spark
 
 
