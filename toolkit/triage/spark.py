@@ -32,7 +32,7 @@ from kvir.triage.transpile import spark_query
 
 # kvir's settings for a session it starts, over Spark's defaults and under --spark-conf (the time zone
 # is kvir's alone); a cluster's own spark-defaults (JVM options and the like) are left as they are
-DEFAULT_CONF = {"spark.ui.showConsoleProgress": "false"}
+DEFAULT_CONF = {"spark.ui.showConsoleProgress": "false", "spark.log.level": "ERROR"}
 LOCAL_CONF = {"spark.ui.enabled": "false"}                  # an explicit local[N] master: no web UI
 LOCAL_SHUFFLE_PARTITIONS = "8"                              # local: not 200 tiny tasks per shuffle
 SPEC_TABLES = ("account_rules", "node_configs")
@@ -138,8 +138,12 @@ def spark_reader(spark):
 
 def ship(case: Case, spark, table: str) -> None:
     """A small case table to Spark as the temporary view of the same name."""
+    import warnings
+
     t = case.con.sql(f"SELECT * FROM {table}").to_arrow_table()   # kvir's own table names
-    spark.createDataFrame(t).createOrReplaceTempView(table)
+    with warnings.catch_warnings():     # PySpark 4.3 warns about pandas 3 here; an Arrow table needs no pandas
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+        spark.createDataFrame(t).createOrReplaceTempView(table)
 
 
 def run_query(case: Case, spark, name: str, params: dict[str, Any], cached: list) -> pa.Table | None:
