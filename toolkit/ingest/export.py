@@ -117,15 +117,31 @@ def ingest_shard(paths: list[str | Path], out: str | Path, *, shard: str | None 
 
 
 def _write(case: Case, staged: Path, shard: str) -> int:
-    """Every table of the shard below staged/<table>/shard=<shard>/; returns the requests written."""
+    """Every table of the shard below staged/<table>/shard=<shard>/; returns the requests written.
+
+    Requests go one UTC day per file, each day sorted by prompt length (unknown lengths last): every
+    triage question is a prompt-length threshold, and in a day clustered so, the row groups' statistics
+    let both engines skip all but the long-prompt tail (measured on a 3.7 M-row day of the reference
+    fleet: Spark 3.0 s -> 0.8 s, DuckDB 1.0 s -> 0.05 s for triage/hits' scan; benchmarks/README.md).
+    A day's rows still carry their source file and line, and a window's days are still read by their
+    files' ts statistics."""
     con = case.con
     for t in ("requests",) + SIDE_TABLES:
         (staged / t).mkdir(parents=True, exist_ok=True)
     part = f"shard={shard}"
-    # rows keep their order within a day; ROW_GROUP_SIZE as DuckDB's own (good for both engines' scans)
-    n = con.execute("COPY (SELECT *, strftime(ts, '%Y-%m-%d') AS dt FROM requests) TO $p "
-                    "(FORMAT parquet, COMPRESSION zstd, PARTITION_BY (dt), FILENAME_PATTERN 'part-{i}')",
-                    {"p": str(staged / "requests" / part)}).fetchone()[0]
+    n = 0
+    days = con.execute("SELECT strftime(ts, '%Y-%m-%d') AS day FROM requests GROUP BY 1 ORDER BY 1").fetchall()
+    for (day,) in days:
+        folder = staged / "requests" / part / f"dt={day or '__HIVE_DEFAULT_PARTITION__'}"
+        folder.mkdir(parents=True)
+        if day is None:
+            where, params = "ts IS NULL", {}
+        else:
+            lo = dt.datetime.fromisoformat(day).replace(tzinfo=dt.timezone.utc)
+            where, params = "ts >= $lo AND ts < $hi", {"lo": lo, "hi": lo + dt.timedelta(days=1)}
+        n += con.execute(f"COPY (SELECT * FROM requests WHERE {where} ORDER BY prompt_tokens NULLS LAST, ts, request_id) "
+                         "TO $p (FORMAT parquet, COMPRESSION zstd)",
+                         {**params, "p": str(folder / "part-0.parquet")}).fetchone()[0]
     for t, sql in _SIDE_SQL.items():
         (staged / t / part).mkdir()
         con.execute(f"COPY ({sql}) TO $p (FORMAT parquet, COMPRESSION zstd)",
