@@ -313,7 +313,7 @@ CREATE OR REPLACE MACRO kvir_rule_threshold(rule, pool_tokens, context_len) AS C
 -- comments say what each category means). `gran` is ts_granularity_s: 0 or NULL for an exact start;
 -- otherwise the start lies in [ts, ts + gran) and counts as inside the window [ws, we] only if all of it does.
 CREATE OR REPLACE MACRO kvir_span_inside(ts, gran, ws, we) AS
-    coalesce(gran, 0) = 0 OR (ts >= ws AND ts + to_seconds(gran) - INTERVAL 1 MICROSECOND <= we);
+    coalesce(gran, 0) = 0 OR (ts >= ws AND ts + gran * INTERVAL 1 SECOND - INTERVAL 1 MICROSECOND <= we);
 
 CREATE OR REPLACE MACRO kvir_triage_category(prompt_tokens, hit, outcome, ts, gran, ws, we) AS CASE
     WHEN prompt_tokens IS NULL THEN 'undecidable'
@@ -329,6 +329,6 @@ CREATE OR REPLACE MACRO kvir_undecidable_reason(prompt_tokens, hit, outcome) AS 
 
 CREATE OR REPLACE MACRO kvir_time_note(ts, gran, ws, we) AS CASE WHEN coalesce(gran, 0) > 0 THEN
     'start known only to within ' || gran || ' s: [' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') || ', '
-    || strftime(ts + to_seconds(gran), '%Y-%m-%dT%H:%M:%SZ') || ')'
+    || strftime(ts + gran * INTERVAL 1 SECOND, '%Y-%m-%dT%H:%M:%SZ') || ')'
     || CASE WHEN kvir_span_inside(ts, gran, ws, we) THEN ', inside the window' ELSE ', crossing a window edge' END
     END;

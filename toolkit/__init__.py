@@ -3,6 +3,7 @@
 The Python API mirrors the CLI (each command is a thin wrapper over one of these):
 
     kvir.triage(incident, paths, out=...)   -> TriageResult (tables as pandas / Arrow, the case path)
+    kvir.ingest_shard(paths, out, shard=...) -> one shard of a canonical dataset (triage it, also on Spark)
     kvir.open_case(path)                     -> Case (reopen an investigation)
     kvir.simulate(out, requests=..., seed=...) -> the synthetic reference fleet
     kvir.probe(endpoint, model, ...)         -> ProbeResult (is a live deployment exposed?)
@@ -27,6 +28,7 @@ _LAZY = {
     "open_case": ("kvir.case.store", "open_case"),
     "Case": ("kvir.case.store", "Case"),
     "load_spec": ("kvir.spec.model", "load_spec"),
+    "ingest_shard": ("kvir.ingest.export", "ingest_shard"),
     "simulate": ("kvir.sim.fleet", "simulate"),
     "demo": ("kvir.sim.demo", "demo"),
     "KvirError": ("kvir.core.errors", "KvirError"),

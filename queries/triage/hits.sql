@@ -27,7 +27,7 @@ WITH scoped AS (
       -- scan and skips row groups; the exact test for coarse times follows
       AND r.ts > $window_start - INTERVAL 1 DAY
       AND (r.ts >= $window_start
-           OR (coalesce(r.ts_granularity_s, 0) > 0 AND r.ts + to_seconds(r.ts_granularity_s) > $window_start))
+           OR (coalesce(r.ts_granularity_s, 0) > 0 AND r.ts + r.ts_granularity_s * INTERVAL 1 SECOND > $window_start))
       AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= least(kvir_rule_threshold('public', $pool_tokens, $context_tokens),
                                                                  kvir_rule_threshold('engine', $pool_tokens, $context_tokens)))
 ),

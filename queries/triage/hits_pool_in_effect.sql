@@ -32,7 +32,7 @@ scoped AS (
       AND r.ts <= $window_end
       AND r.ts > $window_start - INTERVAL 1 DAY     -- as in triage/hits: a plain bound reaches the scan
       AND (r.ts >= $window_start
-           OR (coalesce(r.ts_granularity_s, 0) > 0 AND r.ts + to_seconds(r.ts_granularity_s) > $window_start))
+           OR (coalesce(r.ts_granularity_s, 0) > 0 AND r.ts + r.ts_granularity_s * INTERVAL 1 SECOND > $window_start))
       AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= f.lo)
 ),
 interleaved AS (

@@ -259,7 +259,8 @@ class Case:
             params = json.dumps(e["params"], indent=2, default=str)
             (compiled / f"{i:03d}_{name}.sql").write_text(
                 f"-- {e['query']} (sha256 {e['sha256'][:16]}), run {i}\n"
-                f"-- bound parameters:\n" + "".join(f"--   {line}\n" for line in params.splitlines())
+                + (f"-- engine: {e['engine']} (SQL from {e.get('spark_sql_from', e['query'])})\n" if e.get("engine") else "")
+                + "-- bound parameters:\n" + "".join(f"--   {line}\n" for line in params.splitlines())
                 + e["compiled_sql"].rstrip() + "\n")
         self.log.entries = []
         path = self.path / MANIFEST

@@ -58,16 +58,26 @@ def triage(
     inventory: Annotated[Optional[Path], typer.Option("--inventory", help="Inventory TOML mapping start-up log files to nodes (with --startup).")] = None,
     join_tolerance: Annotated[float, typer.Option("--join-tolerance", help="Seconds within which evidence without a shared id is joined by time.")] = 2.0,
     max_line_bytes: Annotated[Optional[int], typer.Option("--max-line-bytes", help="Quarantine records longer than this many bytes (default 16 MiB); the rest of the file is still read.")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="duckdb (this machine), or spark: the same queries on Spark over canonical datasets written by `kvir ingest` (local folders or URIs Spark reads).")] = "duckdb",
+    spark_master: Annotated[Optional[str], typer.Option("--spark-master", help="Spark master URL, e.g. local[8], yarn, spark://host:7077 (default: the running session's, else Spark's own).")] = None,
+    spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.executor.memory=8g.")] = None,
 ) -> None:
     """Find the affected responses, the accounts and the nodes behind them."""
     from kvir.cli.present.triage import print_triage
     from kvir.triage.run import triage as run_triage
 
+    conf = None
+    if spark_conf:
+        from kvir.triage.spark import parse_conf
+
+        conf = parse_conf(spark_conf)
+
     result = run_triage(incident, paths or [], out=out, format=format, source_tz=source_tz,
                         served_model=served_model, year=year, max_bad_lines=max_bad_lines,
                         keep_raw=keep_raw, hash=hash, progress=not quiet,
                         memory_limit=memory_limit, startup=startup or None, inventory=inventory,
-                        join_tolerance_s=join_tolerance, max_line_bytes=max_line_bytes)
+                        join_tolerance_s=join_tolerance, max_line_bytes=max_line_bytes, engine=engine,
+                        spark_master=spark_master, spark_conf=conf)
     if not quiet:
         print_triage(result)
     if as_json:

@@ -131,7 +131,7 @@ def all_query_names() -> list[str]:
         for child in sorted(node.iterdir(), key=lambda c: c.name):
             if child.is_dir() and not child.name.startswith("__"):
                 walk(child, f"{prefix}{child.name}/")
-            elif child.name.endswith(".sql"):
+            elif child.name.endswith(".sql") and not child.name.endswith(".spark.sql"):   # Spark overrides
                 names.append(prefix + child.name[:-4])
 
     walk(root, "")
@@ -145,7 +145,8 @@ class QueryLog:
     entries: list[dict[str, Any]] = field(default_factory=list)
 
     def record(self, q: Query, sql: str, params: dict[str, Any], rows: int | None, seconds: float,
-               inputs: dict[str, str] | None = None) -> None:
+               inputs: dict[str, str] | None = None, extra: dict[str, Any] | None = None) -> None:
+        """`extra`: more keys for the entry (e.g. the engine that ran `sql` when it is not DuckDB)."""
         self.entries.append({
             "query": f"queries/{q.name}.sql",
             "sha256": q.sha256,
@@ -154,6 +155,7 @@ class QueryLog:
             "compiled_sql": sql,
             "rows": rows,
             "seconds": round(seconds, 4),
+            **(extra or {}),
         })
 
 

@@ -348,3 +348,14 @@ def source_counts(case: Case) -> dict[str, Any]:
     names = ["source_id", "label", "format", "chosen_by", "source_tz", "served_model", "served_model_source",
              "node", "role", "notes", "read", "parsed", "requests", "skipped", "quarantined"]
     return {"sources": [dict(zip(names, r)) for r in rows]}
+
+
+def refuse_naive_without_zone(case: Case) -> None:
+    """Naive timestamps (no offset) with no source time zone: an error naming the first such record."""
+    if not case.con.execute("SELECT count(*) FROM source_counts WHERE reason LIKE 'naive timestamp%'").fetchone()[0]:
+        return
+    row = case.con.execute("SELECT source_file, source_line FROM quarantine WHERE reason LIKE 'naive timestamp%' "
+                           "ORDER BY source_id, source_line LIMIT 1").fetchone()
+    if row:
+        raise InputError("holds naive timestamps (no offset) and no source time zone was given",
+                         path=row[0], line=row[1], hint="pass --source-tz or set source_tz in [[sources]]")

@@ -22,7 +22,8 @@ from kvir.case.store import Case
 from kvir.case.spec_tables import record_spec
 from kvir.core.errors import InputError, TooManyBadLines
 from kvir.case.export import write_csv, write_parquet
-from kvir.ingest.run import IngestOptions, ingest, plan_inputs
+from kvir.ingest.lake import attach_local, lake_paths
+from kvir.ingest.run import IngestOptions, ingest, plan_inputs, refuse_naive_without_zone
 from kvir.core.progress import Reporter
 from kvir.spec.model import IncidentSpec, load_spec
 
@@ -71,8 +72,13 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
            hash: str = "auto", progress: bool = False, memory_limit: str | None = None,
            threads: int | None = None, startup: list[str | Path] | None = None,
            inventory: str | Path | None = None, join_tolerance_s: float | None = None,
-           max_line_bytes: int | None = None) -> TriageResult:
-    """Run a triage into the case folder `out` and return its result (see module docstring)."""
+           max_line_bytes: int | None = None, engine: str = "duckdb", spark_master: str | None = None,
+           spark_conf: dict[str, str] | None = None) -> TriageResult:
+    """Run a triage into the case folder `out` and return its result (see module docstring).
+
+    `engine="spark"` runs the same queries on Spark over canonical datasets (`kvir ingest` shards; local
+    folders or URIs), with `spark_master` and `spark_conf` for the session (kvir.triage.spark). The
+    DuckDB engine reads such datasets too, when every path is one."""
     t0 = time.perf_counter()
     if hash not in ("auto", "full", "footer", "none"):
         raise InputError(f"--hash must be auto, full, footer or none, not {hash!r}")
@@ -85,15 +91,22 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
         if max_line_bytes < 1024:
             raise InputError(f"--max-line-bytes must be at least 1024, not {max_line_bytes}")
         opts.max_line_bytes = int(max_line_bytes)
-    plan = plan_inputs(list(paths or []), spec, opts)
-    sources = plan.sources
+    if engine not in ("duckdb", "spark"):
+        raise InputError(f"--engine must be duckdb or spark, not {engine!r}")
+    lakes = lake_paths(list(paths or []), spark=engine == "spark")
+    plan = plan_inputs(list(paths or []), spec, opts) if lakes is None else None
+    sources = plan.sources if plan else []
+    lake = None
     case = Case.create(out, memory_limit=memory_limit, threads=threads)
     reporter = Reporter(enabled=progress)
     try:
         with reporter.session():
             record_spec(case, spec)
-            ingest(case, sources, opts, reporter, skipped=plan.skipped)
-            _refuse_naive_without_zone(case)
+            if plan is not None:
+                ingest(case, sources, opts, reporter, skipped=plan.skipped)
+                refuse_naive_without_zone(case)
+            elif engine == "duckdb":   # canonical datasets: normalised already, read in place
+                lake = attach_local(case, lakes)
             pool_in_effect = False
             if startup:
                 # Start-up logs give each node's pool over time: triage then uses, per request, the pool
@@ -107,11 +120,18 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
             params["other_rule_text"] = spec.trigger.describe(spec.trigger.other_rule)
             params["condition_text"] = spec.trigger.condition()
             queries = ("triage/hits_pool_in_effect",) + TRIAGE_QUERIES[1:] if pool_in_effect else TRIAGE_QUERIES
-            for name in queries:
-                reporter.run(name.split("/")[1], lambda n=name: case.run(n, params), con=case.con)
+            if engine == "spark":
+                from kvir.triage.spark import triage_on_spark
+
+                lake = reporter.run("triage on Spark", lambda: triage_on_spark(
+                    case, lakes, queries, params, master=spark_master, conf=spark_conf))
+            else:
+                for name in queries:
+                    reporter.run(name.split("/")[1], lambda n=name: case.run(n, params), con=case.con)
             # aggregate finding: what Prometheus histograms imply (bounds, never requests)
             case.run("triage/aggregate_bounds", params)
-            params["requests_total"], params["in_scope"] = _scope_counts(case, params)
+            params["requests_total"], params["in_scope"] = (_scope_counts(case, params) if lake is None
+                                                            else (lake.requests, None))
             case.run("triage/summary", params)   # the case table triage_summary: what the reports state too
             row = case.con.execute("SELECT * FROM triage_summary").fetchall()
             cols = [d[0] for d in case.con.description]
@@ -123,7 +143,9 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
                 "SELECT threshold_source, count(*) FROM triage_hits GROUP BY 1 ORDER BY 1").fetchall())
         counts = _source_rows(case)
         outputs = _export(case, keep_raw)
-        summary["inputs_skipped"] = len(plan.skipped)
+        summary["inputs_skipped"] = (len(plan.skipped) if plan else
+                                     case.con.execute("SELECT count(*) FROM skipped_inputs").fetchone()[0])
+        summary["engine"] = engine
         summary["seconds"] = round(time.perf_counter() - t0, 3)
         case.manifest["triage"] = {"summary": summary, "rule": spec.trigger.describe(),
                                    "other_rule": spec.trigger.describe(spec.trigger.other_rule)}
@@ -160,16 +182,6 @@ def _scope_counts(case: Case, params: dict[str, Any]) -> tuple[int, int | None]:
     if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'requests_grouped'").fetchone()[0]:
         total -= con.execute("SELECT coalesce(sum(n_records) - count(*), 0) FROM requests_grouped").fetchone()[0]
     return int(total), None
-
-
-def _refuse_naive_without_zone(case: Case) -> None:
-    if not case.con.execute("SELECT count(*) FROM source_counts WHERE reason LIKE 'naive timestamp%'").fetchone()[0]:
-        return
-    row = case.con.execute("SELECT source_file, source_line FROM quarantine WHERE reason LIKE 'naive timestamp%' "
-                           "ORDER BY source_id, source_line LIMIT 1").fetchone()
-    if row:
-        raise InputError("holds naive timestamps (no offset) and no source time zone was given",
-                         path=row[0], line=row[1], hint="pass --source-tz or set source_tz in [[sources]]")
 
 
 def _summary(spec: IncidentSpec, s: dict[str, Any]) -> dict[str, Any]:
