@@ -1,7 +1,7 @@
 -- macros: the one place where source times become UTC, and the shared parsing helpers.
 -- Params: none. Defines SQL macros used by every adapter in queries/adapters/.
 --
--- Time rules (DESIGN.md §1, research/logformats.md §0.3):
+-- Time rules (kvir's times are UTC; README "Inputs, time and bad lines"):
 --   * a string with an offset (Z, +02:00, +0200, " UTC") is converted as written;
 --   * a naive string is local time in the source's zone: an IANA name (DST-aware; a time in a
 --     DST fold is ambiguous and one in a DST gap does not exist: both are refused) or a fixed
@@ -20,7 +20,7 @@
 --
 -- Speed: an ICU time-zone conversion per row costs ~5 calls. Each source's settings hold tz_spans: up to
 -- four spans of local time around the incident window over which the zone's offset does not change
--- (from kvir_hour_offsets, toolkit/formats/settings.py), as one STRUCT of scalars (a list would be copied
+-- (from kvir_hour_offsets, toolkit/ingest/settings.py), as one STRUCT of scalars (a list would be copied
 -- per row through the settings join). kvir_local_ts_to_utc converts a time inside a span with one
 -- subtraction and falls back to the exact per-row path near a DST transition or outside the spans. Both
 -- paths give the same answer (tests/formats/test_time.py).

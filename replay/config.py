@@ -50,7 +50,7 @@ class ModelDims:
 
 @dataclass(frozen=True)
 class NodeLimits:
-    """One engine node's limits, as SGLang derives them at start-up (research/sglang.md §1.2, §2.1).
+    """One engine node's limits, as SGLang derives them at start-up (sglang/srt/managers/scheduler.py and tp_worker.py in the wheels).
 
     pool_tokens is max_total_num_tokens (already a multiple of page_size in SGLang); context_len the
     model's context length. The scheduler refuses a prompt of max_req_input_len tokens or more (the one

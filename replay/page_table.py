@@ -88,7 +88,8 @@ class PageTable:
 
     # ------------------------------------------------------------------ invariants
     def validate(self, num_pages: int, *, allow_shared: bool = True) -> None:
-        """The checks TensorRT-LLM's host-side page-table checker makes (research/replay.md §2.5).
+        """The host-side checks a paged-KV engine makes before a kernel reads a page table: int64
+        tensors, indptr well-formed, page ids in range, no page twice in one row.
 
         num_pages is the pool's allocatable page count (valid ids are 1..num_pages). A page shared by two
         rows is allowed (prefix reuse) unless allow_shared is False; a page twice in one row never is.

@@ -96,7 +96,7 @@ FILLS = ("none", "zero", "nan", "sentinel")
 @dataclass(frozen=True)
 class FreedPageFill:
     """What happens to a page's bytes when it is freed. `nan` is fail-loud poison (non-finite in every
-    float format); `sentinel` is a finite pattern encoding the previous owner (research/replay.md §4.3.3)."""
+    float format); `sentinel` is a finite pattern encoding the previous owner (so a read of freed memory says whose it was)."""
 
     mode: str = "none"
 

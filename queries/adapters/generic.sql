@@ -5,7 +5,7 @@
 -- Required: request_id, ts|ts_end (mapped in [sources.columns]; columns named like these need no mapping)
 -- Optional: ts_end, latency_s, model (or --served-model), account_id, prompt_tokens, cached_tokens, completion_tokens, http_status, finish_reason, bootstrap_room, prefill_node, decode_node, prefill_tokens
 --
--- The reader (toolkit/ingest.py) maps the user's columns onto fixed names, whitelisting each column
+-- The reader (toolkit/ingest/mapped.py) maps the user's columns onto fixed names, whitelisting each column
 -- against the file's schema; unmapped fields are NULL. Time columns arrive split by type:
 -- <f>_tz (TIMESTAMPTZ), <f>_naive (TIMESTAMP: local time in the source zone), <f>_text (VARCHAR:
 -- offsets, naive strings or epoch numbers, see macros.sql). _problem is a reader-level reason

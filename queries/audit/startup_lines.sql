@@ -2,7 +2,7 @@
 -- Params: none
 -- Inputs: __input__ (numbered text lines of one or more files: file_id, line_no, line (VARCHAR, no terminator), line_bytes, cri_open), __settings__ (one row per file: file_id, tz_iana, tz_offset_min, year, max_line_bytes)
 --
--- Prefixes peeled, in order (research/sglang.md §1.4, §4; logformats.md §1.1, §2.1):
+-- Prefixes peeled, in order (SGLang's configure_logger and vLLM's logger formats, as the golden and real fixtures under tests/fixtures show):
 --   container runtime  `2026-08-27T05:00:01.123456789Z ` (+ CRI `stdout F `): an RFC3339 time with its
 --                      offset; when present it is the line's time (exact, no zone needed)
 --   SGLang             `[YYYY-MM-DD HH:MM:SS<rank tags>] ` (tags: TP0, DP3 TP3, DP0 TP0 EP0, PP1 TP0),

@@ -1,6 +1,6 @@
 -- evidence_join: join a group of sources' requests to the requests other sources hold, by time, and merge the matches.
 -- Params: none
--- Inputs: __join__ (one row: source_ids, pass, tolerance_s; written by toolkit/formats/joins.py with bound values;
+-- Inputs: __join__ (one row: source_ids, pass, tolerance_s; written by toolkit/ingest/joins.py with bound values;
 --         the files of one format go in one pass: each pass rewrites `requests`)
 --
 -- Runs after case/requests_merged has merged what shares a request id or a bootstrap_room. Two passes:

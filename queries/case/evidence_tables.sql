@@ -1,7 +1,7 @@
 -- evidence_tables: what the format adapters and the evidence join add to a case (idempotent).
 -- Params: none
 --
--- source_settings gains the columns some formats need to place their times (toolkit/formats/settings.py);
+-- source_settings gains the columns some formats need to place their times (toolkit/ingest/settings.py);
 -- evidence_joins records how candidates (sources without prompt lengths) and gateway identities were
 -- joined to requests with counts (queries/case/evidence_join.sql); metric_samples holds the prompt-token
 -- histogram samples of Prometheus scrapes (queries/adapters/prometheus_samples.sql).

@@ -3,7 +3,7 @@
 --
 -- Per request, the config in effect is the latest start of its prefill node at or before the request's
 -- ts (a start at the same second counts). This is an ASOF join written as a window function so the
--- query stays portable (research/data-stack.md "ASOF JOIN"): configs (k = 0) and requests (k = 1) are
+-- query stays portable (Spark SQL has no ASOF JOIN; kvir.triage.transpile refuses one): configs (k = 0) and requests (k = 1) are
 -- interleaved per node in time order and each request takes the last config id seen. The rules then use
 -- that start's numbers through kvir_rule_threshold (the engine limit is pool - 6 when the start did not
 -- show its context). A request without a prefill node, on a node

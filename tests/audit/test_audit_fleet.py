@@ -1,5 +1,5 @@
 """`kvir audit` and pool-in-effect triage on the simulated reference fleet (kvir simulate), checked against
-the simulator's own ground truth (ground_truth/, which kvir itself never reads) and DESIGN.md §1."""
+the simulator's own ground truth (ground_truth/, which kvir itself never reads) and the reference incident's numbers (README)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from kvir.cli.app import app
 
 from .test_audit_cli import SARIF_SCHEMA
 
-POOL_BUG, POOL_FIXED, CONTEXT = 681_280, 2_042_880, 1_048_576   # DESIGN.md §1
+POOL_BUG, POOL_FIXED, CONTEXT = 681_280, 2_042_880, 1_048_576   # the reference incident
 
 
 @pytest.fixture(scope="module")

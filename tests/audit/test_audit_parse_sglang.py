@@ -1,4 +1,4 @@
-"""SGLang start-up logs written by hand from research/sglang.md §1.4 (every historical shape of the
+"""SGLang start-up logs written by hand in the shapes SGLang's builds print (every historical shape of the
 pool line, the KV allocation lines, the server_args dump, rank tags, container stamps, truncation).
 Expected values are worked out by hand in the comments: max_req_input_len = min(context-1, pool-1) - 5."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""vLLM start-up logs written by hand from research/sglang.md §4 (v1 comma-grouped sizes, early v1 and v0
+"""vLLM start-up logs written by hand in the shapes vLLM's releases print (v1 comma-grouped sizes, early v1 and v0
 block lines, process tags, refusals, hybrid models where the concurrency figure is trusted)."""
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ def eng(**kw) -> PDEngine:
 
 def test_limits_formula():
     assert NodeLimits(640, 4096, 16).max_req_input_len == 634
-    assert NodeLimits(681_280, 1_048_576, 64).max_req_input_len == 681_274      # the incident (DESIGN.md §1)
+    assert NodeLimits(681_280, 1_048_576, 64).max_req_input_len == 681_274      # the reference incident
     assert NodeLimits(2_097_152, 1_048_576, 64).max_req_input_len == 1_048_570
 
 

@@ -1,4 +1,4 @@
-"""The reports of `kvir demo` (the reference incident of DESIGN.md §1): 155 affected responses in the
+"""The reports of `kvir demo` (the reference incident, README "The reference incident"): 155 affected responses in the
 2026-08-27 → 2026-09-09 window, the 2026-09-09 events in order, an index that renders offline."""
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ in an in-memory database:
 
     audit_file_map / audit_files   one row per input file: node, how it was named, lines read, notes
     audit_lines                    the recognised lines, values parsed (never the line text)
-    node_configs                   one row per node start (the contract in helpers/case_schema.md)
+    node_configs                   one row per node start (columns: queries/audit/node_configs.sql)
     runtime_indicators             exposure indicators per node, hour and kind
     findings                       failed or undecidable checks (queries/audit/findings.sql)
     node_exposure                  per prefill node, when it was exposed and what ended it

@@ -4,7 +4,7 @@ Adding a format = one SQL file (queries/adapters/<name>.sql: a SELECT from __inp
 contract's columns it knows, see queries/adapters/README.md; the shared epilogue, kvir.ingest.epilogue,
 does the rest), one registry entry below (with its sniffing rule from sniff.py) and a fixture under
 tests/fixtures/<name>/ (tests/formats/test_contract.py fails for a format without one).
-Readers: `lines` (numbered text lines, toolkit/lines.py), `records` (NDJSON, JSON documents or CSV as
+Readers: `lines` (numbered text lines, toolkit/ingest/lines.py), `records` (NDJSON, JSON documents or CSV as
 one JSON object per row, readers.py: NDJSON, JSON arrays and API pages, CSV), the `*-mapped` generic ones.
 Roles in records: prefill | decode | mixed (engine logs) and gateway (anything client-facing: router,
 proxy, gateway, observability export, saved response bodies: what the client got).

@@ -159,7 +159,7 @@ class TrafficGap:
 
 @dataclass
 class TimelineEvent:
-    """One timeline entry (research/disclosure.md §6): when, what, who, and where it comes from."""
+    """One timeline entry (a CSAF/CVE timeline entry's fields): when, what, who, and where it comes from."""
 
     ts: dt.datetime
     title: str

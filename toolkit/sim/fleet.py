@@ -1,4 +1,4 @@
-"""`kvir simulate`: a synthetic fleet that reproduces the reference incident (DESIGN.md §1).
+"""`kvir simulate`: a synthetic fleet that reproduces the reference incident (README "The reference incident").
 
 GLM-5.3 is served from 2026-08-27 by an SGLang prefill/decode deployment whose four prefill nodes have a
 KV pool of 681,280 tokens under a context of 1,048,576. Until each prefill node restarts onto the fixed

@@ -1,5 +1,5 @@
 """SGLang start-up lines for the simulated fleet, in the shapes the build it claims prints (the settings dump:
-ServerArgs(...) up to 0.5.18, {...} from 0.5.19; the fields that build has) and research/sglang.md §1.4.
+ServerArgs(...) up to 0.5.18, {...} from 0.5.19; the fields that build has; tests/fixtures/sglang/golden holds each build's real line).
 
 A start writes the server_args dump, the weight-load line, the KV-pool allocation (on every TP rank, as
 older builds do: kvir must deduplicate by value, never sum), the memory-pool and scheduler limit lines,

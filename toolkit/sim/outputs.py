@@ -77,7 +77,7 @@ path = "engine/*/server.log"
 format = "sglang-text"
 source_tz = "{HOST_TZ}"
 '''
-    text = f'''# incident.toml for the simulated reference fleet (kvir simulate; see DESIGN.md §1).
+    text = f'''# incident.toml for the simulated reference fleet (kvir simulate; see kvir's README, "The reference incident").
 [incident]
 id = "KVIR-2026-0001"
 title = "Cross-tenant KV cache exposure on GLM-5.3"

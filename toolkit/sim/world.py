@@ -1,4 +1,4 @@
-"""The simulated reference fleet's world (kvir simulate, DESIGN.md §1): the incident's dates and numbers, its
+"""The simulated reference fleet's world (kvir simulate; README "The reference incident"): the incident's dates and numbers, its
 nodes (roles, pools, restarts, builds) and models. Every other sim module reads these; none is read here."""
 from __future__ import annotations
 
