@@ -2,12 +2,13 @@
 or an adapter whose output drifts from queries/case/create_tables.sql's records_text, fails here).
 
 For each format: its adapter runs over its fixtures through the real ingest; the columns the adapter
-itself emits must be contract columns with the contract's types, and what reaches the stage (after the
-shared epilogue, kvir.ingest.epilogue) must be the contract exactly: names, order, types."""
+itself emits must be contract columns with the contract's types, and what is filed into records_text
+(after the shared epilogue, kvir.ingest.epilogue) must be the contract exactly: names, order, types."""
 from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import kvir.ingest.epilogue as epi
@@ -40,19 +41,27 @@ def test_contract_is_the_case_table():
 def _ingest_capturing(tmp_path: Path, name: str, paths: list[Path], options: dict, monkeypatch):
     emitted: list[dict[str, str]] = []
     staged: list[list[tuple[str, str]]] = []
-    real_columns, real_fill = epi.adapter_columns, run_mod.fill_stage
+    real_columns, real_run = epi.adapter_columns, run_mod.run_adapter
 
     def columns(*a, **kw):
         out = real_columns(*a, **kw)
         emitted.append(out)
         return out
 
-    def fill(con, iname, inp, sql, stage, *a, **kw):
-        real_fill(con, iname, inp, sql, stage, *a, **kw)
-        staged.append([(r[0], r[1]) for r in con.execute(f"DESCRIBE {stage}").fetchall()])
+    def run(con, iname, inp, sql, *a, **kw):
+        # what the adapter + epilogue give (records_text takes it BY NAME, so its order is checked here);
+        # a stream becomes one table (fixtures are small): the same rows, described before they are filed
+        if isinstance(inp, pa.RecordBatchReader):
+            inp = inp.read_all()
+        if inp is not None:
+            con.register(iname, inp)
+        staged.append([(r[0], r[1]) for r in con.execute(f"DESCRIBE {sql}").fetchall()])
+        if inp is not None:
+            con.unregister(iname)
+        real_run(con, iname, inp, sql, *a, **kw)
 
     monkeypatch.setattr(epi, "adapter_columns", columns)
-    monkeypatch.setattr(run_mod, "fill_stage", fill)
+    monkeypatch.setattr(run_mod, "run_adapter", run)
     spec_path = tmp_path / "incident.toml"
     spec_path.write_text(spec_text("public", options.get("spec_extra", "")))
     spec = load_spec(spec_path)
@@ -77,6 +86,7 @@ def test_adapter_output_is_the_contract(name, tmp_path, monkeypatch):
         for col, typ in cols.items():
             assert col in contract, f"{name} emits {col}, not a contract column (kind and reason come from verdict)"
             assert typ == contract[col], f"{name}.{col} is {typ}, the contract says {contract[col]}"
+    assert staged, f"{name}: nothing was filed"
     for desc in staged:
         assert desc == CONTRACT, name
     for view in [t for t in case.tables() if t.startswith("records_src")]:
