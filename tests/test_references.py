@@ -34,6 +34,8 @@ def _exists(ref: str) -> bool:
 def test_every_named_repository_path_exists():
     missing = []
     for f in tracked():
+        if f == "tests/test_references.py":       # its own examples of paths that do not exist
+            continue
         for n, line in enumerate((ROOT / f).read_text(errors="replace").splitlines(), 1):
             missing += [f"{f}:{n}: {m.group(1)}" for m in PATH.finditer(line) if not _exists(m.group(1))]
     assert missing == []

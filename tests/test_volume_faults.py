@@ -52,6 +52,20 @@ def test_conflicting_duplicates_are_judged_without_line_order(spec, tmp_path, re
     assert r.summary["requests_total"] == 4
 
 
+def test_a_lake_carries_its_shards_conflicts(spec, tmp_path):
+    """kvir ingest merges within a shard: the conflicts it found travel with the shard, and a triage of the
+    lake counts and lists them as the triage of the logs does (records prefixed with the shard)."""
+    f = _log(tmp_path, "decode-0.jsonl", _conflicting_lines())
+    kvir.ingest_shard([f], tmp_path / "lake", shard="h1", incident=spec(), source_tz=UTC,
+                      served_model="zai-org/GLM-5.3", hash="none")
+    r = kvir.triage(spec(), [tmp_path / "lake"], out=tmp_path / "case")
+    assert ids(r.affected) == {"dup0", "dup1", "dup2", "same"}
+    assert r.summary["conflicts"] == 3 and r.summary["affected_with_conflicts"] == 3
+    rows = list(csv.DictReader(open(tmp_path / "case" / "conflicts.csv")))
+    assert sorted(x["request_id"] for x in rows) == ["dup0", "dup1", "dup2"]
+    assert all(x["records"].count("h1:") == 2 for x in rows)
+
+
 def test_pd_pairs_are_not_conflicts(spec, tmp_path):
     """A prefill and a decode record of one bootstrap_room disagree by design (the placeholder logs 1 token)."""
     p = _log(tmp_path, "prefill-0.jsonl", [fin("2026-08-30T10:00:01", "p1", 1, room=42)])

@@ -1,6 +1,6 @@
 -- lake_attach: how the inputs of canonical datasets (kvir ingest shards) were read, into the case, every source numbered afresh.
 -- Params: none
--- Inputs: __sources__, __source_counts__, __quarantine__, __evidence_joins__, __metric_samples__, __skipped_inputs__, __shards__
+-- Inputs: __sources__, __source_counts__, __quarantine__, __evidence_joins__, __metric_samples__, __skipped_inputs__, __conflicts__, __shards__
 --
 -- Each input relation is one side table of every lake (toolkit/ingest/lake.py), with the columns the
 -- shard wrote plus `shard` (its partition) and `lake` (the lake's position on the command line).
@@ -42,3 +42,8 @@ JOIN lake_sources AS m ON m.lake = x.lake AND m.shard = x.shard AND m.shard_sour
 
 INSERT INTO skipped_inputs
 SELECT k.shard || ':' || k.path, k.reason, k.size_bytes FROM __skipped_inputs__ AS k;
+
+-- a conflict's records are file:line of its shard's sources: prefixed with the shard like the labels
+CREATE OR REPLACE TABLE conflicts AS
+SELECT c.* EXCLUDE (lake, shard) REPLACE (list_transform(c.records, lambda x: c.shard || ':' || x) AS records)
+FROM __conflicts__ AS c;

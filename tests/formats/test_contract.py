@@ -86,7 +86,8 @@ def test_adapter_output_is_the_contract(name, tmp_path, monkeypatch):
         for col, typ in cols.items():
             assert col in contract, f"{name} emits {col}, not a contract column (kind and reason come from verdict)"
             assert typ == contract[col], f"{name}.{col} is {typ}, the contract says {contract[col]}"
-    assert staged, f"{name}: nothing was filed"
+    views = [t for t in case.tables() if t.startswith("records_src")]    # in-place sources (Parquet)
+    assert staged or views, f"{name}: nothing was filed"
     for desc in staged:
         assert desc == CONTRACT, name
     for view in [t for t in case.tables() if t.startswith("records_src")]:

@@ -94,7 +94,7 @@ def test_osv_official_schema_and_range(rendered, shared_schemas):
     aff = doc["affected"][0]
     assert aff["package"] == {"ecosystem": "PyPI", "name": "sglang", "purl": "pkg:pypi/sglang"}
     assert aff["ranges"] == [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "0.5.20"}]}]
-    assert "the provider's public statement says 0.5.22 or later" in doc["details"]
+    assert "The provider's public statement says 0.5.22 or later (the provider's post-incident report, 2026-10-26)" in doc["details"]
     assert doc["id"] == "x_KVIR-2026-0001" and doc["credits"][0] == {"name": "A. Researcher", "type": "REPORTER"}
 
 

@@ -29,3 +29,13 @@ class InputError(KvirError):
 
 class TooManyBadLines(KvirError):
     """More quarantined records than --max-bad-lines allows."""
+
+
+def disk_problem(message: str) -> str | None:
+    """What is wrong with the disk, when an error's message (DuckDB's own IOException, TransactionException,
+    ... carry no errno) says a write failed for want of space, a writable file system or permission."""
+    for needle, what in (("No space left", "no space left on the device"), ("Read-only file system", "read-only file system"),
+                         ("Permission denied", "permission denied"), ("Disk quota", "disk quota exceeded")):
+        if needle in message:
+            return what
+    return None

@@ -41,6 +41,7 @@ _SIDE_SQL = {
     "evidence_joins": "SELECT * FROM evidence_joins",
     "metric_samples": "SELECT * FROM metric_samples",
     "skipped_inputs": "SELECT * FROM skipped_inputs",
+    "conflicts": "SELECT * FROM conflicts",
 }
 
 

@@ -28,7 +28,9 @@ import pyarrow as pa
 from kvir.case.store import Case
 from kvir.core.errors import InputError
 
-SIDE_TABLES = ("sources", "source_counts", "quarantine", "evidence_joins", "metric_samples", "skipped_inputs")
+# conflicts: the shard's requests whose records disagree (merging happens within a shard)
+SIDE_TABLES = ("sources", "source_counts", "quarantine", "evidence_joins", "metric_samples", "skipped_inputs",
+               "conflicts")
 SHARD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 LAKE_FORMAT = "kvir-canonical-requests/1"
 
@@ -95,7 +97,7 @@ def _with_lake(t: pa.Table, lake: int) -> pa.Table:
 
 def attach_lake(case: Case, roots: list[str], read: Reader, request_shards: list[set[str]]) -> LakeInfo:
     """The side tables of every lake into the case (sources, source_counts, quarantine, evidence_joins,
-    metric_samples, skipped_inputs, lake_sources, lake_shards), every source numbered afresh.
+    metric_samples, skipped_inputs, conflicts, lake_sources, lake_shards), every source numbered afresh.
     `request_shards[i]`: the shards lake i's requests files belong to; each must be complete (a row in
     shards/) and no shard may appear in two lakes."""
     info = LakeInfo(list(roots))

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from kvir.ingest import formats as fmts
 from kvir.case.store import Case, memory_limit_bytes
-from kvir.core.errors import InputError
+from kvir.core.errors import InputError, KvirError, disk_problem
 from kvir.ingest.lines import compression_of, iter_line_batches
 from kvir.ingest.epilogue import compile_adapter
 from kvir.ingest.joins import join_evidence, plan_passes
@@ -299,6 +299,8 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
         # a stream of lines runs in chunks DuckDB parses on every thread, appended to records_text (kvir.ingest.stage)
         run_adapter(con, name, inp, sql, chunk_bytes=_chunk_bytes(con))
     except Exception as e:  # a reader error (e.g. a truncated gzip member) names the files
+        if disk_problem(str(e)) and not isinstance(e, KvirError):
+            raise                # the case's disk, not the input: the CLI says so in one line
         where = group[0].label if len(group) == 1 else f"{group[0].label} (+{len(group) - 1} more {fmt.name} files)"
         raise InputError(f"cannot read as {fmt.name}: {e}", path=where) from None
     finally:

@@ -97,7 +97,7 @@ SELECT
       WHEN j.prompt_tokens IS NULL
       THEN 'prompt length unknown'
       WHEN j.hit AND j.outcome IS NULL
-      THEN 'outcome unknown (no HTTP status or finish reason)'
+      THEN 'outcome unknown (no HTTP status, and no finish reason that says served or not: e.g. content_filter)'
     END
   ) AS undecidable_reason,
   (

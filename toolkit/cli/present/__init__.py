@@ -13,11 +13,12 @@ import json
 import math
 from typing import Any, Callable, Iterable, NoReturn
 
+import duckdb
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from kvir.core.errors import KvirError
+from kvir.core.errors import KvirError, disk_problem
 from kvir.core.jsonable import jsonable
 from kvir.core.progress import stderr
 from kvir.core.text import visible
@@ -107,18 +108,11 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
                 fail(e)
             raise
         except Exception as e:   # DuckDB reports a full or read-only disk as its own IOException
-            if type(e).__module__.startswith("duckdb") and _disk_problem(str(e)):
-                fail(f"the case's disk: {_disk_problem(str(e))} ({' '.join(str(e).split())[:300]})")
+            # (its classes live in `_duckdb` in DuckDB 2.0; a commit that fails is a TransactionException)
+            if isinstance(e, duckdb.Error) and disk_problem(str(e)):
+                fail(f"the case's disk: {disk_problem(str(e))} ({' '.join(str(e).split())[:300]})")
             raise
     return run
-
-
-def _disk_problem(message: str) -> str | None:
-    for needle, what in (("No space left", "no space left on the device"), ("Read-only file system", "read-only file system"),
-                         ("Permission denied", "permission denied"), ("Disk quota", "disk quota exceeded")):
-        if needle in message:
-            return what
-    return None
 
 
 def echo(text: str) -> None:
