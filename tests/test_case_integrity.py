@@ -55,6 +55,7 @@ def _state(case: Path) -> int:
     return n
 
 
+@pytest.mark.slow   # several SIGKILL trials, ~25 s: its own step in .ci/run (pytest -m slow)
 def test_a_killed_triage_leaves_the_old_case_whole_or_the_new_one(fleets, tmp_path):
     case = tmp_path / "case"
     subprocess.run(_triage_cmd(fleets / "small", case), check=True, timeout=600)

@@ -8,6 +8,8 @@ several spans: at least one each).
 """
 from __future__ import annotations
 
+import pytest
+
 import gzip
 import json
 import random
@@ -120,6 +122,7 @@ def _fixture_lines(rel: str) -> list[bytes]:
 
 # no shrinking: one example ingests 14 files into a fresh case, and shrinking that takes minutes; a failure
 # prints its draws (and Hypothesis replays it from its database on the next run)
+@pytest.mark.slow   # ~55 s: its own step in .ci/run (pytest -m slow)
 @settings(max_examples=12, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate),
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())

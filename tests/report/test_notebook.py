@@ -9,6 +9,7 @@ import pytest
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "investigation.ipynb"
 
 
+@pytest.mark.slow   # a Jupyter kernel, ~20 s: its own step in .ci/run (pytest -m slow)
 def test_investigation_notebook_runs(tmp_path, monkeypatch):
     missing = [m for m in ("kvir.audit", "kvir.replay.run") if importlib.util.find_spec(m) is None]
     if missing:
