@@ -23,13 +23,15 @@
 --    hour-granular, the earliest lower bound with the widest granularity.
 -- 3. A conflict: the request's non-prefill records disagree on prompt_tokens, outcome or model (the
 --    incident's aliases count as one model), or its records name different accounts (a prefill-side
---    abort next to a served decode is the incident's signature, not a conflict: kept in prefill_outcome). Conflicts set conflict = true and are listed,
---    with every value seen, in `conflicts` (queries/case/conflicts.sql); nothing is dropped.
+--    abort next to a served decode is the incident's signature, not a conflict: kept in prefill_outcome).
+--    Conflicts set conflict = true and are listed, with every value seen, in `conflicts`
+--    (queries/case/conflicts.sql); nothing is dropped.
 --
 -- Only what has to be merged is grouped: records with a bootstrap_room, and records whose id another
 -- record shares (found by a one-column hash aggregate, `request_multi`). Every other record is one
 -- request as it stands, so `requests` is a view: those records as they are, plus the merged groups
 -- (`requests_grouped`). A log of unique ids costs one hash aggregate, not a copy of every record.
+
 -- a record without a room that shares its request id with a record logged with a room (the build side of
 -- the semi-join is the roomless ids, usually few next to a PD log's rooms)
 CREATE OR REPLACE TABLE request_adopted AS

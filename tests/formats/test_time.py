@@ -94,6 +94,7 @@ WINDOW_2Y = (dt.datetime(2026, 3, 1, tzinfo=UTC), dt.datetime(2027, 11, 1, tzinf
 ZONES = ["America/Chicago", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kolkata", "America/St_Johns", "UTC"]
 
 
+@pytest.mark.slow   # 300 Hypothesis examples, ~20 s: its own step in .ci/run (pytest -m slow)
 @settings(max_examples=300, deadline=None)
 @given(zone=st.sampled_from(ZONES),
        local=st.datetimes(min_value=dt.datetime(2026, 1, 1), max_value=dt.datetime(2027, 12, 31)))
