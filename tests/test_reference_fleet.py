@@ -117,6 +117,7 @@ def test_manifest_records_inputs_queries_and_counts(fleet, tmp_path):
     r.case.close()
 
 
+@pytest.mark.slow   # the whole demo as a process, ~25 s: its own step in .ci/run (the report tests run kvir.demo in-process)
 def test_kvir_demo_end_to_end(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "kvir.cli.app", "demo", "--out", str(tmp_path / "d"), "--requests",
                            "20000", "--json", "--quiet"], capture_output=True, text=True, timeout=600)
