@@ -44,6 +44,7 @@ def _run(node: str, script: str, files: list[Path], *extra: str, cwd: Path | Non
     return out if isinstance(out, list) else [out]
 
 
+@pytest.mark.slow   # every Secvisogram test set incl. the spell check, ~25 s: its own step in .ci/run
 def test_secvisogram_all_tests_on_the_demo_csaf(node, demo_reports):
     docs = sorted((demo_reports / "csaf").glob("*.json"))
     assert [d.name for d in docs] == ["kvir-2026-0001-sglang.json", "kvir-2026-0001.json"]
