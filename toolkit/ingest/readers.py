@@ -74,7 +74,7 @@ def _is_object(line: str) -> bool:
 
 
 def records_input(case: "Case", group: list["Source"], opts: "IngestOptions",
-                  on_bytes: Callable[[int], None] | None = None, tag=None) -> pa.RecordBatchReader:
+                  on_bytes: Callable[[int], None] | None = None, note=None) -> pa.RecordBatchReader:
     """The records of every file in the group as one stream, each row tagged with its source_id.
     Documents and CSV files are read first (DuckDB reads them, and a connection cannot run a query
     while it feeds another); NDJSON files are streamed as the adapter consumes them."""
@@ -90,8 +90,8 @@ def records_input(case: "Case", group: list["Source"], opts: "IngestOptions",
                 yield from tables[src.source_id].to_batches()
                 continue
             for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
-                if tag is not None:   # the batch's bookkeeping (repaired lines: kvir.ingest.run.BatchReading)
-                    tag(b, src.source_id)
+                if note is not None:   # the batch's bookkeeping (repaired lines: kvir.ingest.run.BatchReading.note)
+                    note(b, src.source_id)
                 yield tagged(b, src.source_id, opts.max_line_bytes)
     return pa.RecordBatchReader.from_batches(RECORD_SCHEMA, batches())
 
