@@ -3,6 +3,8 @@ Python objects; a 900 K-token prompt's stub on the leaking builds, its first pag
 node, decoded over other requests' 681 K-token tenancies."""
 from __future__ import annotations
 
+import pytest
+
 from kvir.replay.attribution import replay_target
 from kvir.replay.config import EngineConfig, NodeLimits
 from kvir.replay.engine import PDEngine
@@ -13,6 +15,7 @@ from kvir.replay.request import ReplayRequest
 from .helpers import expected_tokens
 
 
+@pytest.mark.slow   # ~15 s of CPU at the incident's real pool sizes: .ci/run's slow step
 def test_full_size_pools_placeholder_request_reads_the_previous_tenant():
     cfg = EngineConfig(prefill=NodeLimits(681_280, 1_048_576, 64), decode=NodeLimits(2_097_152, 1_048_576, 64))
     e = PDEngine(cfg, RecallModel())

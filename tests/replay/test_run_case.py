@@ -256,6 +256,7 @@ def test_show_text_stores_the_response_tokens(case_dir):
     replay_case(case_dir)                                                     # leave the case without text
 
 
+@pytest.mark.slow   # three `kvir replay` processes (~30 s of CPU): .ci/run's slow step
 def test_cli_prints_tables_not_text(tmp_path):
     case_dir = make_case(tmp_path)                         # its own case: the module's is open in this process
     cmd = [sys.executable, "-m", "kvir.cli.app", "replay", "--case", str(case_dir)]
