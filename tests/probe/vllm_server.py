@@ -90,7 +90,7 @@ def build_tiny_model(out: Path) -> Path:
     return out
 
 
-def start_vllm(model_dir: Path, log_path: Path, cache_root: Path, *, extra_args: list[str] = (),
+def start_vllm(model_dir: Path, log_path: Path, cache_root: Path, *, extra_args: tuple[str, ...] | list[str] = (),
                kv_gib: int = 1, multiprocess: bool = False) -> VllmServer:
     port = free_port()
     cmd = [VLLM_PYTHON, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
