@@ -8,13 +8,12 @@ several spans: at least one each).
 """
 from __future__ import annotations
 
-import pytest
-
 import gzip
 import json
 import random
 from pathlib import Path
 
+import pytest
 import zstandard
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
