@@ -125,6 +125,8 @@ def kvir_triage(spec: Path, out: Path, inputs: list[Path], *extra: str) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     m = run_one([KVIR, "triage", "-q", "-i", str(spec), "-o", str(out), *extra, *map(str, inputs)])
     m["summary"] = json.loads((out / "summary.json").read_text())["summary"]
+    inputs_read = json.loads((out / "manifest.json").read_text())["inputs"]
+    m["readers"] = sorted({i.get("reader") or "kvir line reader" for i in inputs_read})   # which reader read them
     shutil.rmtree(out, ignore_errors=True)
     return m
 

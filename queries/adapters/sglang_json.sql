@@ -1,6 +1,6 @@
 -- sglang_json: SGLang's request log in JSON (--log-requests-format json), alone or in the server's stdout, as request records.
 -- Params: none
--- Inputs: __input__ (numbered records: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (parsed lines: source_id, line_no, problem, text, payload, j, rej; from queries/parse/sglang_json_lines.sql or sglang_json_native.sql), __settings__ (one row per source_id: its settings)
 -- Example: [2026-08-28 10:02:20] {"timestamp": "2026-08-28T10:02:20.250307", "event": "request.finished", "rid": "dA", "obj": {"rid": "dA", "bootstrap_host": "10.0.0.7", "bootstrap_port": 8998, "bootstrap_room": 7001}, "out": {"meta_info": {"id": "dA", "finish_reason": {"type": "length", "length": 812}, "prompt_tokens": 681281, "weight_version": "default", "completion_tokens": 812, "cached_tokens": 0, "e2e_latency": 140.25}}}
 -- Required: timestamp, event, rid|obj.rid|out.meta_info.id
 -- Optional: obj.bootstrap_room, out.meta_info.prompt_tokens, out.meta_info.completion_tokens, out.meta_info.cached_tokens, out.meta_info.e2e_latency, out.meta_info.finish_reason
@@ -18,31 +18,12 @@
 -- unless the node is a PD prefill, where leaking builds forwarded the stub and its Finish says what
 -- happened), and an abort whose message repeats that text gives its Finish record the real N.
 --
--- Written for speed (it is the 10^8-line format): each line is parsed once (TRY(from_json): a malformed
--- line gives NULL), the common case is decided by the first WHEN, and reasons are only worked out for
--- the rows that are not requests; settings are joined only where a time is converted.
-WITH lines AS (     -- the JSON object: the whole line, or what follows the handler's [YYYY-MM-DD HH:MM:SS]
-    SELECT i.source_id, i.line_no, i.problem, i.line AS text,
-        CASE WHEN starts_with(i.line, '{') THEN i.line
-             WHEN starts_with(i.line, '[') AND substr(i.line, 21, 3) = '] {' THEN substr(i.line, 23)
-             WHEN position('] {' IN i.line) > 0
-                 THEN nullif(regexp_extract(i.line, '^(?:\S+\s+(?:stdout|stderr)\s+[FP]\s+|\S+\s+)?\[\d{4}-\d{2}-\d{2}[ T][^\]]*\] (\{.*)$', 1), '')
-             WHEN starts_with(ltrim(i.line), '{') THEN ltrim(i.line) END AS payload
-    FROM __input__ AS i
-),
-parsed AS (         -- no settings needed to parse: the reader hands over an over-long line empty, with a problem
-    SELECT l.*,
-        CASE WHEN l.payload IS NOT NULL THEN TRY(from_json(l.payload,
-                '{"timestamp":"VARCHAR","event":"VARCHAR","rid":"VARCHAR",
-                  "obj":{"rid":"VARCHAR","bootstrap_room":"VARCHAR"},
-                  "out":{"meta_info":{"id":"VARCHAR","prompt_tokens":"VARCHAR","completion_tokens":"VARCHAR",
-                      "cached_tokens":"VARCHAR","e2e_latency":"VARCHAR",
-                      "finish_reason":{"type":"VARCHAR","status_code":"VARCHAR","message":"VARCHAR"}}}}'))
-        END AS j,
-        CASE WHEN l.payload IS NULL THEN kvir_sglang_rejection(l.text) END AS rej
-    FROM lines AS l
-),
-fields AS (
+-- Written for speed (it is the 10^8-line format): each line is parsed once, before this query (by kvir's
+-- line reader and queries/parse/sglang_json_lines.sql, or for a big file of bare JSON lines by DuckDB's
+-- own JSON reader, queries/parse/sglang_json_native.sql: both give the same rows); the common case is
+-- decided by the first WHEN, and reasons are only worked out for the rows that are not requests;
+-- settings are joined only where a time is converted.
+WITH fields AS (
     SELECT p.source_id, p.line_no, p.problem, p.text, p.payload, p.j,
         p.j.event = 'request.finished' AS finished,
         p.rej.tokens <> '' AS rejection,
@@ -58,7 +39,7 @@ fields AS (
         TRY_CAST(p.j.out.meta_info.finish_reason.status_code AS INTEGER) AS fstatus,
         coalesce(p.j.timestamp, nullif(p.rej.stamp, '')) AS stamp,
         p.rej
-    FROM parsed AS p
+    FROM __input__ AS p
 ),
 timed AS (    -- a time is converted only for finished events and rejections: elsewhere the join key is NULL
     SELECT f.*, z.tz_iana, z.tz_offset_min, z.role AS s_role,

@@ -45,9 +45,14 @@ _IDENT = re.compile(r"[a-z_][a-z0-9_]*")
 _FROM_SETTINGS = {"model": "s.served_model", "role": "s.role", "node": "s.node"}
 
 
-def epilogue(adapter_sql: str, emitted: dict[str, str], settings: str) -> str:
+_ALWAYS = ("source_id", "source_line", "kind", "reason", "raw")   # what a row that is no request keeps
+
+
+def epilogue(adapter_sql: str, emitted: dict[str, str], settings: str, request_fields_only: bool = False) -> str:
     """SELECT over the adapter giving exactly the contract's columns. `emitted`: the adapter's output
-    columns and their DuckDB types (adapter_columns)."""
+    columns and their DuckDB types (adapter_columns). With request_fields_only, a row that is not a
+    request (skip or bad) keeps only its source, line, kind, reason and raw, all any query reads of it
+    (counts and the quarantine): writing its other fields cost a tenth of a big log's ingest."""
     for name in (*emitted, settings):
         if not _IDENT.fullmatch(name):
             raise KvirError(f"adapter column or relation {name!r} is not a plain identifier")
@@ -87,6 +92,8 @@ def epilogue(adapter_sql: str, emitted: dict[str, str], settings: str) -> str:
             expr = f"coalesce({plain(name)}, {derived[name]})" if name in emitted else derived[name]
         else:
             expr = plain(name)
+        if request_fields_only and name not in _ALWAYS:
+            expr = f"CASE WHEN a.verdict IS NULL THEN {expr} END"
         parts.append(f"{expr} AS {name}")
     return ("SELECT\n    " + ",\n    ".join(parts) +
             f"\nFROM (\n{adapter_sql.rstrip().rstrip(';')}\n) AS a\nJOIN {settings} AS s ON s.source_id = a.source_id")
@@ -106,16 +113,24 @@ def adapter_columns(con: duckdb.DuckDBPyConnection, adapter_sql: str, input_name
 
 
 def compile_adapter(case: Case, adapter: str, input_name: str, schema: pa.Schema | None = None,
-                    settings: str = "source_settings") -> str:
+                    settings: str = "source_settings", parse: str | None = None,
+                    request_fields_only: bool = False) -> str:
     """queries/<adapter>.sql over `input_name`, wrapped in the epilogue: the SQL that fills a stage table
-    or defines an in-place view. Logged in the manifest as the adapter's compiled SQL."""
+    or defines an in-place view. With `parse` (a query under queries/parse/), the adapter reads that
+    query's rows over `input_name` instead (a CTE `parsed_input`): one adapter for inputs that reach it
+    by different readers. Logged in the manifest as the adapter's compiled SQL."""
     q = load(adapter)
     inputs = {"input": input_name, "settings": settings}
+    prefix = ""
+    if parse is not None:
+        p = load(parse)
+        prefix = f"WITH parsed_input AS NOT MATERIALIZED (\n{p.compile({'input': input_name})}\n)\n"
+        inputs["input"] = "parsed_input"
     sql = q.compile(inputs)
     try:
-        emitted = adapter_columns(case.con, sql, input_name, schema)
+        emitted = adapter_columns(case.con, f"{prefix}SELECT * FROM (\n{sql}\n)" if prefix else sql, input_name, schema)
     except duckdb.Error as e:
         raise KvirError(f"query queries/{adapter}.sql does not bind: {e}") from e
-    full = epilogue(sql, emitted, settings)
+    full = prefix + epilogue(sql, emitted, settings, request_fields_only)
     case.log.record(q, full, {}, None, 0.0, inputs)
     return full

@@ -5,7 +5,9 @@ Why not DuckDB's own readers for text logs: they cannot say which *line* a recor
 order-preserving insert does not survive the adapters' joins: measured), read_csv takes a lone \r for a
 line break, cuts a line at its delimiter without an error and refuses invalid UTF-8 (or drops the line
 when told to ignore errors), and read_json skips blank lines. An incident count must name the file and
-line of every record and lose none, so kvir numbers the lines itself. NumPy finds the newlines of each
+line of every record and lose none, so kvir numbers the lines itself. (The one exception, big files of
+bare JSON lines, is kvir.ingest.native: DuckDB's JSON reader into an order-preserving stage, checked
+against a line count of the same bytes, with this reader as the fallback.) NumPy finds the newlines of each
 chunk; no Python code runs per line. Each batch has:
 
     line_no     BIGINT   1-based line number in the (decompressed) file

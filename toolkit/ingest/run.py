@@ -25,6 +25,7 @@ from kvir.core.errors import InputError, KvirError, disk_problem
 from kvir.ingest.lines import compression_of, iter_line_batches
 from kvir.ingest.epilogue import compile_adapter
 from kvir.ingest.joins import join_evidence, plan_passes
+from kvir.ingest import native
 from kvir.ingest.mapped import ingest_parquet, mapped_input
 from kvir.ingest.readers import RECORD_SCHEMA, records_input, tagged
 from kvir.ingest.settings import extra_settings
@@ -279,9 +280,15 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
     con = case.con
     fmt = group[0].format
     reading = reading or BatchReading()
+    whole = group
     name = f"batch{group[0].source_id}_input"
     reader = fmt.reader
     inp: Any
+    if reader == "lines" and fmt.native is not None:
+        group = native.read_natively(case, group, opts, reading.digests, on_bytes)
+        if not group:
+            _file_batch(case, whole, reading)
+            return
     if reader == "lines":
         inp = _lines_of(group, opts, reading, on_bytes)
     elif reader == "records":
@@ -296,7 +303,7 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
         con.unregister(name)
         name, inp = f"{name}_kept", None
     schema = inp.schema if isinstance(inp, (pa.RecordBatchReader, pa.Table)) else None
-    sql = compile_adapter(case, fmt.adapter, name, schema)
+    sql = compile_adapter(case, fmt.adapter, name, schema, parse=fmt.parse, request_fields_only=True)
     try:
         # a stream of lines runs in chunks DuckDB parses on every thread, appended to records_text (kvir.ingest.stage)
         run_adapter(con, name, inp, sql, chunk_bytes=_chunk_bytes(con))
@@ -310,7 +317,7 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
             con.unregister(name)
         except Exception:
             pass
-    _file_batch(case, group, reading)
+    _file_batch(case, whole, reading)
     if fmt.side_query:
         case.run(fmt.side_query, inputs={"input": name, "settings": "source_settings"})
         con.execute(f"DROP TABLE {name}")

@@ -55,6 +55,9 @@ class IngestOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     hash: str = "auto"          # full | footer | auto | none (see input_digest)
     join_tolerance_s: float = 2.0   # seconds: candidates / identities joined by time (ingest/joins.py)
+    # a file of bare JSON lines at least this big, in a format that allows it, is read by DuckDB's own
+    # JSON reader (kvir.ingest.native); smaller files gain nothing from it
+    native_min_bytes: int = 64 << 20
 
 
 def _spec_source_for(path: Path, spec: IncidentSpec | None) -> SourceSpec | None:
