@@ -33,6 +33,16 @@ def print_formats() -> None:
                                    ("name", "what", "times", "needs", "evidence"), rows))
 
 
+def _reader(f) -> str:
+    if f.native is None:
+        return f.reader
+    from kvir.ingest.sources import IngestOptions
+
+    return (f"{f.reader}; a file of bare JSON lines of {IngestOptions().native_min_bytes >> 20} MiB or more: DuckDB's "
+            "JSON reader, checked line for line against a second read (else the line reader; the manifest says "
+            "which read each input)")
+
+
 def print_format(name: str) -> None:
     """One format: what it is, the fields its adapter reads (required, optional) and an example record, all
     from the adapter's own header (tested against the adapter), and where its fixtures came from."""
@@ -40,7 +50,7 @@ def print_format(name: str) -> None:
     doc = adapter_doc(f)
     out = Console(width=160, soft_wrap=True)
     out.print(f"[bold]{f.name}[/bold]: {f.title}")
-    rows = [("adapter", f"queries/{f.adapter}.sql: {doc.description}"), ("reader", f.reader),
+    rows = [("adapter", f"queries/{f.adapter}.sql: {doc.description}"), ("reader", _reader(f)),
             ("times", _times(f)), ("needs", _needs(f)), ("evidence", EVIDENCE.get(f.evidence, f.evidence)),
             ("required", ", ".join(doc.required) or "-"), ("optional", ", ".join(doc.optional) or "-"),
             ("fixtures", _fixtures(f))]
