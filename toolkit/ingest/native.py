@@ -47,7 +47,7 @@ class FileCheck:
     """What the second read of a file found."""
     lines: int = 0
     sha256: str | None = None
-    long_possible: bool = False
+    too_long: bool = False
     error: str | None = None
 
 
@@ -71,10 +71,10 @@ def eligible(src: Source, opts: IngestOptions) -> str | None:
 
 
 def check_file(path: Path, max_line_bytes: int, on_bytes: Callable[[int], None] | None, hashed: bool) -> FileCheck:
-    """Count the lines, hash the bytes and find the longest newline-free stretch that crosses a block
-    boundary, in one read. Blocks are at most max_line_bytes + 1 bytes, so a stretch inside one block
-    is too short to be an over-long line: checking the stretches across boundaries checks them all (a
-    \r before the newline counts, which can only send a file to the line reader)."""
+    """Count the lines, hash the bytes and check every newline-free stretch that crosses a block
+    boundary against the limit, in one read. Blocks are at most max_line_bytes + 1 bytes, so a stretch
+    inside one block is too short to be an over-long line: checking the stretches across boundaries
+    checks them all (a \r before the newline counts, which can only send a file to the line reader)."""
     out = FileCheck()
     h = hashlib.sha256() if hashed else None
     block = min(_BLOCK, max_line_bytes + 1)
@@ -93,15 +93,15 @@ def check_file(path: Path, max_line_bytes: int, on_bytes: Callable[[int], None] 
                     h.update(view[:n])
                 first = buf.find(b"\n", 0, n)
                 if first < 0:
-                    out.long_possible |= offset + n - last_nl - 1 > max_line_bytes
+                    out.too_long |= offset + n - last_nl - 1 > max_line_bytes
                 else:
-                    out.long_possible |= offset + first - last_nl - 1 > max_line_bytes
+                    out.too_long |= offset + first - last_nl - 1 > max_line_bytes
                     out.lines += int(np.count_nonzero(arr[:n] == 10))   # NumPy: ~1.5x bytes.count
                     last_nl = offset + buf.rfind(b"\n", 0, n)
                 offset += n
                 if on_bytes is not None:
                     on_bytes(n)
-            out.long_possible |= offset - last_nl - 1 > max_line_bytes
+            out.too_long |= offset - last_nl - 1 > max_line_bytes
             if offset and last_nl != offset - 1:
                 out.lines += 1        # a last line without its newline
     except OSError as e:
@@ -152,7 +152,7 @@ def stage(case: Case, src: Source, opts: IngestOptions, on_bytes: Callable[[int]
         why = f"cannot read it twice: {check.error}"
     else:
         rows, empty = con.execute(f"SELECT count(*), count(*) FILTER (WHERE empty) FROM {name}").fetchone()
-        if check.long_possible:
+        if check.too_long:
             why = f"it holds a line over {opts.max_line_bytes} bytes"
         elif rows != check.lines:
             why = f"the JSON reader gave {rows} rows for {check.lines} lines (blank lines?)"
