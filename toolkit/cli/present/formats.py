@@ -4,8 +4,9 @@ from __future__ import annotations
 from rich.console import Console
 
 from kvir.cli.present import table
-from kvir.ingest.formats import FORMATS, adapter_doc
+from kvir.ingest.formats import FORMATS, Format, adapter_doc
 from kvir.ingest.formats import get as get_format
+from kvir.ingest.sources import IngestOptions
 
 EVIDENCE = {"counts": "prompt tokens", "candidates": "candidates (joined by id or time)",
             "aggregate": "aggregate bounds only"}
@@ -33,11 +34,10 @@ def print_formats() -> None:
                                    ("name", "what", "times", "needs", "evidence"), rows))
 
 
-def _reader(f) -> str:
+def _reader(f: Format) -> str:
+    """The reader, and when DuckDB's own JSON reader takes over (kvir.ingest.native)."""
     if f.native is None:
         return f.reader
-    from kvir.ingest.sources import IngestOptions
-
     return (f"{f.reader}; a file of bare JSON lines of {IngestOptions().native_min_bytes >> 20} MiB or more: DuckDB's "
             "JSON reader, checked line for line against a second read (else the line reader; the manifest says "
             "which read each input)")
