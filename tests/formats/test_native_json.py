@@ -161,3 +161,29 @@ def test_check_file_finds_a_line_over_the_limit_wherever_it_is(tmp_path, length,
     assert got.lines == len(parts)
     import hashlib
     assert got.sha256 == hashlib.sha256(data).hexdigest()
+
+
+def test_kvir_native_min_bytes_sets_the_threshold_from_the_command_line(tmp_path, monkeypatch):
+    """KVIR_NATIVE_MIN_BYTES: a size (0: every eligible file) or `off` (always the line reader); any
+    other value is refused in one line with exit status 2."""
+    from typer.testing import CliRunner
+
+    from kvir.cli.app import app
+
+    f = _write(tmp_path, "requests.jsonl", [_record(i) for i in range(1, 4)])
+    spec = tmp_path / "incident.toml"
+    spec.write_text(spec_text())
+    readers = {}
+    for value in ("0", "off"):
+        monkeypatch.setenv("KVIR_NATIVE_MIN_BYTES", value)
+        out = tmp_path / f"case-{value}"
+        res = CliRunner().invoke(app, ["triage", "-q", "-i", str(spec), "-o", str(out), "--source-tz", "UTC",
+                                       "--served-model", "zai-org/GLM-5.3", str(f)])
+        assert res.exit_code == 0, res.output
+        readers[value] = json.loads((out / "manifest.json").read_text())["inputs"][0].get("reader")
+        assert json.loads((out / "summary.json").read_text())["summary"]["requests_total"] == 3
+    assert readers["0"].startswith("DuckDB read_ndjson") and readers["off"] is None
+    monkeypatch.setenv("KVIR_NATIVE_MIN_BYTES", "64MB")
+    res = CliRunner().invoke(app, ["triage", "-q", "-i", str(spec), "-o", str(tmp_path / "case-bad"),
+                                   "--source-tz", "UTC", str(f)])
+    assert res.exit_code == 2 and "KVIR_NATIVE_MIN_BYTES must be a size in bytes or 'off'" in res.output

@@ -18,7 +18,8 @@ and the JSON reader itself refuses what the line path would read differently: ma
 UTF-8, a field of another shape, a duplicate key. Blank lines it skips (the count then differs). When
 any check fails, the stage is dropped and the file goes to the line reader, so what reaches the case
 is the same either way (tests/formats/test_native_json.py compares the two paths record by record);
-the manifest says which reader read each input and why.
+the manifest says which reader read each input and why. Which files try: sglang-json files of bare JSON
+lines, uncompressed, of at least 64 MiB (KVIR_NATIVE_MIN_BYTES: another size, or `off` for none).
 """
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,24 @@ class Source:
         return self.format.reader == "parquet-mapped"
 
 
+# A file of bare JSON lines at least this big, in a format that allows it, is read by DuckDB's own JSON
+# reader (kvir.ingest.native); smaller files gain nothing from it.
+NATIVE_MIN_BYTES = 64 << 20
+
+
+def native_min_bytes() -> int:
+    """KVIR_NATIVE_MIN_BYTES (a size in bytes, or `off`: every file through kvir's line reader), else
+    NATIVE_MIN_BYTES."""
+    value = os.environ.get("KVIR_NATIVE_MIN_BYTES", "").strip().lower()
+    if not value:
+        return NATIVE_MIN_BYTES
+    if value == "off":
+        return 1 << 62
+    if value.isdigit():
+        return int(value)
+    raise InputError(f"KVIR_NATIVE_MIN_BYTES must be a size in bytes or 'off', not {value[:40]!r}")
+
+
 @dataclass
 class IngestOptions:
     format: str = "auto"
@@ -55,9 +74,7 @@ class IngestOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     hash: str = "auto"          # full | footer | auto | none (see input_digest)
     join_tolerance_s: float = 2.0   # seconds: candidates / identities joined by time (ingest/joins.py)
-    # a file of bare JSON lines at least this big, in a format that allows it, is read by DuckDB's own
-    # JSON reader (kvir.ingest.native); smaller files gain nothing from it
-    native_min_bytes: int = 64 << 20
+    native_min_bytes: int = field(default_factory=native_min_bytes)   # see NATIVE_MIN_BYTES
 
 
 def _spec_source_for(path: Path, spec: IncidentSpec | None) -> SourceSpec | None:

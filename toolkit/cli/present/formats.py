@@ -6,7 +6,7 @@ from rich.console import Console
 from kvir.cli.present import table
 from kvir.ingest.formats import FORMATS, Format, adapter_doc
 from kvir.ingest.formats import get as get_format
-from kvir.ingest.sources import IngestOptions
+from kvir.ingest.sources import NATIVE_MIN_BYTES
 
 EVIDENCE = {"counts": "prompt tokens", "candidates": "candidates (joined by id or time)",
             "aggregate": "aggregate bounds only"}
@@ -38,9 +38,9 @@ def _reader(f: Format) -> str:
     """The reader, and when DuckDB's own JSON reader takes over (kvir.ingest.native)."""
     if f.native is None:
         return f.reader
-    return (f"{f.reader}; a file of bare JSON lines of {IngestOptions().native_min_bytes >> 20} MiB or more: DuckDB's "
-            "JSON reader, checked line for line against a second read (else the line reader; the manifest says "
-            "which read each input)")
+    return (f"{f.reader}; a file of bare JSON lines of {NATIVE_MIN_BYTES >> 20} MiB or more: DuckDB's JSON reader, "
+            "checked line for line against a second read (else the line reader; the manifest says which read each "
+            "input; KVIR_NATIVE_MIN_BYTES=off: always the line reader)")
 
 
 def print_format(name: str) -> None:
