@@ -7,6 +7,7 @@ The bare files are the JSON payloads of SGLang's own request-log lines in the ge
 writes them; the hostile variants are those lines with one fault each."""
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -159,7 +160,6 @@ def test_check_file_finds_a_line_over_the_limit_wherever_it_is(tmp_path, length,
     got = check_file(p, 100, None, hashed=True)
     assert got.too_long is too_long
     assert got.lines == len(parts)
-    import hashlib
     assert got.sha256 == hashlib.sha256(data).hexdigest()
 
 

@@ -24,7 +24,7 @@ lines, uncompressed, of at least 64 MiB (KVIR_NATIVE_MIN_BYTES: another size, or
 from __future__ import annotations
 
 import hashlib
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -37,7 +37,7 @@ from kvir.core.errors import InputError, disk_problem
 from kvir.core.sql import bind, load
 from kvir.ingest.epilogue import compile_adapter
 from kvir.ingest.lines import compression_of
-from kvir.ingest.sources import IngestOptions, Source
+from kvir.ingest.sources import IngestOptions, Source, hashed_while_read
 from kvir.ingest.stage import run_adapter
 
 _BLOCK = 16 << 20
@@ -130,22 +130,18 @@ def stage(case: Case, src: Source, opts: IngestOptions, on_bytes: Callable[[int]
     q = load(src.format.native[0])
     params = {"path": str(src.paths[0]), "source_id": src.source_id,
               "max_object_bytes": int(opts.max_line_bytes) + 2}   # + the terminator (\r\n)
-    result: dict[str, FileCheck] = {}
-    t = threading.Thread(target=lambda: result.setdefault(
-        "check", check_file(src.paths[0], opts.max_line_bytes, on_bytes, hashed)), daemon=True)
-    t.start()
     refused = None
-    try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {q.compile()}", bind(q, params))
-    except (duckdb.InvalidInputException, duckdb.ConversionException) as e:   # what the reader refuses
-        refused = _refusal(str(e))
-    except duckdb.Error as e:
-        if disk_problem(str(e)) or isinstance(e, duckdb.InterruptException):
-            raise                # the case's disk, or Ctrl-C: not the input's fault
-        raise InputError(f"cannot read as {src.format.name}: {e}", path=src.label) from None
-    finally:
-        t.join()
-    check = result.get("check") or FileCheck(error="the file check did not finish")
+    with ThreadPoolExecutor(max_workers=1) as pool:     # the second read runs while DuckDB parses
+        second_read = pool.submit(check_file, src.paths[0], opts.max_line_bytes, on_bytes, hashed)
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {q.compile()}", bind(q, params))
+        except (duckdb.InvalidInputException, duckdb.ConversionException) as e:   # what the reader refuses
+            refused = _refusal(str(e))
+        except duckdb.Error as e:
+            if disk_problem(str(e)) or isinstance(e, duckdb.InterruptException):
+                raise                # the case's disk, or Ctrl-C: not the input's fault
+            raise InputError(f"cannot read as {src.format.name}: {e}", path=src.label) from None
+        check = second_read.result()
     why = None
     if refused is not None:
         why = f"DuckDB's JSON reader refused it ({refused})"
@@ -176,8 +172,7 @@ def read_natively(case: Case, group: list[Source], opts: IngestOptions, digests:
         if eligible(src, opts) is not None:
             rest.append(src)
             continue
-        # hashed as kvir.ingest.run.hashed_while_read has it for an uncompressed single file
-        table, how, check = stage(case, src, opts, on_bytes, hashed=opts.hash != "none")
+        table, how, check = stage(case, src, opts, on_bytes, hashed=hashed_while_read(src, opts))
         entries[src.source_id]["reader"] = how
         if table is None:
             rest.append(src)      # read again, line by line (the progress bar counts its bytes twice)

@@ -32,7 +32,7 @@ from kvir.ingest.settings import extra_settings
 from kvir.ingest.stage import CHUNK_BYTES, interleave, run_adapter
 from kvir.core.progress import ByteCounter, Reporter
 from kvir.ingest.inputs import Skipped
-from kvir.ingest.sources import IngestOptions, Source, input_digest, plan_inputs, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
+from kvir.ingest.sources import IngestOptions, Source, hashed_while_read, input_digest, plan_inputs, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
 
 def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Reporter | None = None,
            skipped: list[Skipped] = ()) -> dict[str, Any]:
@@ -259,12 +259,6 @@ def _chunk_bytes(con) -> int:
     Smaller chunks cost throughput (64 MiB: ~1.5x the ingest time of 128 MiB on the 10 M-line log), so
     the default limit (512 MiB) gets the full 128 MiB (benchmarks/README.md "Volume")."""
     return max(16 << 20, min(CHUNK_BYTES, memory_limit_bytes(con) // 4))
-
-
-def hashed_while_read(src: Source, opts: IngestOptions) -> bool:
-    """Is the source's SHA-256 taken by the line reader (an uncompressed text file read line by line)?"""
-    return (opts.hash != "none" and src.format.reader == "lines" and len(src.paths) == 1
-            and compression_of(src.paths[0]) is None)
 
 
 def _lines_of(group: list[Source], opts: IngestOptions, reading: BatchReading, on_bytes=None) -> pa.RecordBatchReader:

@@ -19,7 +19,7 @@ from kvir.ingest import formats as fmts
 from kvir.core.errors import InputError
 from kvir.ingest.formats import FORMATS, Format
 from kvir.ingest.inputs import Skipped, collect_inputs, resolve_paths  # noqa: F401 (resolve_paths re-exported)
-from kvir.ingest.lines import DEFAULT_MAX_LINE_BYTES, head_lines
+from kvir.ingest.lines import DEFAULT_MAX_LINE_BYTES, compression_of, head_lines
 from kvir.spec.model import IncidentSpec, SourceSpec
 from kvir.core.timezones import SourceTz, parse_source_tz
 from kvir.core.files import node_from_path, role_from_name, sha256_file, sha256_of_digests
@@ -75,6 +75,13 @@ class IngestOptions:
     hash: str = "auto"          # full | footer | auto | none (see input_digest)
     join_tolerance_s: float = 2.0   # seconds: candidates / identities joined by time (ingest/joins.py)
     native_min_bytes: int = field(default_factory=native_min_bytes)   # see NATIVE_MIN_BYTES
+
+
+def hashed_while_read(src: Source, opts: IngestOptions) -> bool:
+    """Is the source's SHA-256 taken as its bytes are read for parsing (an uncompressed text file read line
+    by line, by kvir's line reader or by kvir.ingest.native's check), rather than by a read of its own?"""
+    return (opts.hash != "none" and src.format.reader == "lines" and len(src.paths) == 1
+            and compression_of(src.paths[0]) is None)
 
 
 def _spec_source_for(path: Path, spec: IncidentSpec | None) -> SourceSpec | None:
