@@ -121,7 +121,7 @@ def test_memory_limit_reaches_every_stage(spec, tmp_path, monkeypatch):
     seen.clear()
     r = kvir.triage(spec(), [f], out=tmp_path / "case2", source_tz=UTC, served_model="zai-org/GLM-5.3")
     limits = {v for vs in seen.values() for v in vs}
-    assert len(limits) == 1 and float(limits.pop().split()[0]) <= 512      # the default: at most 512 MiB
+    assert len(limits) == 1 and float(limits.pop().split()[0]) <= 384      # the default: at most 384 MiB
     monkeypatch.setenv("KVIR_MEMORY_LIMIT", "400MiB")
     assert kvir.open_case(tmp_path / "case2").con.execute(
         "SELECT current_setting('memory_limit')").fetchall()[0][0] == "400.0 MiB"

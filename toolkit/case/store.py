@@ -36,11 +36,12 @@ MANIFEST = "manifest.json"
 # DuckDB's own default memory limit is 80 % of RAM: a big input would then grow the process towards it.
 # kvir bounds it by design (spilling to the case's tmp/ instead), whatever the input's size; the limit
 # is --memory-limit, else KVIR_MEMORY_LIMIT, else DEFAULT_MEMORY_LIMIT (at most 40 % of RAM). Every
-# stage's connection goes through connect(), so every stage honours it. 512 MiB, not more: DuckDB's
+# stage's connection goes through connect(), so every stage honours it. 384 MiB, not more: DuckDB's
 # buffer pool keeps the case's freshly written blocks until it is full, so a bigger limit is filled by
-# a big input whatever it needs (the 10 M-line log's peak: 1.6-1.8 GB at 1 GiB, 1.1-1.2 GB at 512 MiB,
-# for the same time; benchmarks/README.md "Volume").
-DEFAULT_MEMORY_LIMIT = 512 << 20
+# a big input whatever it needs, and the peak then grows with the input until the pool is full (the
+# 10 M-line log's peak: 1.6-1.8 GB at 1 GiB, 1.1-1.2 GB at 512 MiB; its bare JSON-lines form 10 M vs 1 M
+# lines: 1.42x at 512 MiB, 1.24x at 384 MiB, as fast; benchmarks/README.md "Volume").
+DEFAULT_MEMORY_LIMIT = 384 << 20
 
 
 def memory_limit_setting(memory_limit: str | None = None) -> str:

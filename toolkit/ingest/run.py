@@ -45,7 +45,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     reporter = reporter or Reporter(enabled=False)
     # DuckDB chooses each column's compression itself. Forcing 'dictionary' (an earlier speed-up when the
     # written blocks stayed in memory until the checkpoint) leaves every non-string column uncompressed once
-    # blocks are evicted while writing, as they are under the 512 MiB default: the 10 M-line log's case was
+    # blocks are evicted while writing, as they are under the default limit: the 10 M-line log's case was
     # 2.6 GB instead of 0.33 GB, and the run 12 % slower (benchmarks/README.md "Volume").
     case.run("case/create_tables")
     case.run("case/evidence_tables")
@@ -254,11 +254,11 @@ def _file_batch(case: Case, group: list[Source], reading: BatchReading) -> None:
 
 
 def _chunk_bytes(con) -> int:
-    """Lines handed to DuckDB per chunk: a quarter of DuckDB's memory limit, between 16 and 128 MiB. About
+    """Lines handed to DuckDB per chunk: a third of DuckDB's memory limit, between 16 and 128 MiB. About
     three chunks are held at once (one parsed, one read ahead, one being filled), outside DuckDB's limit.
     Smaller chunks cost throughput (64 MiB: ~1.5x the ingest time of 128 MiB on the 10 M-line log), so
-    the default limit (512 MiB) gets the full 128 MiB (benchmarks/README.md "Volume")."""
-    return max(16 << 20, min(CHUNK_BYTES, memory_limit_bytes(con) // 4))
+    the default limit (384 MiB) gets the full 128 MiB (benchmarks/README.md "Volume")."""
+    return max(16 << 20, min(CHUNK_BYTES, memory_limit_bytes(con) // 3))
 
 
 def _lines_of(group: list[Source], opts: IngestOptions, reading: BatchReading, on_bytes=None) -> pa.RecordBatchReader:
