@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -103,11 +102,15 @@ def pandas_version(root: Path):
 
 
 def peak_rss_mb(root: Path, case: Path) -> float:
+    """kvir triage's peak RSS in a fresh process, from that process's own wait4() rusage (RUSAGE_CHILDREN
+    would give the largest of every child so far, e.g. a fleet simulation's workers)."""
     code = ("import kvir; r = kvir.triage(%r, out=%r); r.case.close()" % (str(root / "incident.toml"), str(case)))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(after, before) / 1024.0   # ru_maxrss is KiB on Linux (max over children so far)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        raise RuntimeError(f"kvir triage failed: {p.stderr.read().decode(errors='replace')[-2000:]}")
+    return usage.ru_maxrss / 1024.0   # KiB on Linux
 
 
 def main() -> None:
