@@ -102,15 +102,14 @@ def pandas_version(root: Path):
 
 
 def peak_rss_mb(root: Path, case: Path) -> float:
-    """kvir triage's peak RSS in a fresh process, from that process's own wait4() rusage (RUSAGE_CHILDREN
-    would give the largest of every child so far, e.g. a fleet simulation's workers)."""
+    """kvir triage's peak RSS in a fresh process, as benchmarks/volume_bench.py measures it: a tiny wrapper
+    forks it and reports that process's own wait4() rusage. (Spawned from this process, a child's
+    ru_maxrss starts at this process's size, warm after the timed runs; RUSAGE_CHILDREN is the largest
+    child so far, e.g. a fleet simulation's worker.)"""
+    from volume_bench import run_one
+
     code = ("import kvir; r = kvir.triage(%r, out=%r); r.case.close()" % (str(root / "incident.toml"), str(case)))
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode:
-        raise RuntimeError(f"kvir triage failed: {p.stderr.read().decode(errors='replace')[-2000:]}")
-    return usage.ru_maxrss / 1024.0   # KiB on Linux
+    return run_one([sys.executable, "-c", code])["rss_mb"]
 
 
 def main() -> None:
