@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvir.cli.present import echo_json, guarded
+from kvir.cli.present import MEMORY_LIMIT_HELP, echo_json, guarded
 
 
 def register(app: typer.Typer) -> None:
@@ -28,7 +28,7 @@ def ingest(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a shard of the same name.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was written as JSON on stdout.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables on stderr.")] = False,
-    memory_limit: Annotated[Optional[str], typer.Option("--memory-limit", help="DuckDB memory limit, e.g. 4GB.")] = None,
+    memory_limit: Annotated[Optional[str], typer.Option("--memory-limit", help=MEMORY_LIMIT_HELP)] = None,
     join_tolerance: Annotated[float, typer.Option("--join-tolerance", help="Seconds within which evidence without a shared id is joined by time.")] = 2.0,
 ) -> None:
     """Normalise logs into canonical requests Parquet (one shard of a dataset `kvir triage` reads, also with --engine spark)."""

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvir.cli.present import echo, echo_json, fail, guarded, say
+from kvir.cli.present import MEMORY_LIMIT_HELP, echo, echo_json, fail, guarded, say
 
 
 def register(app: typer.Typer) -> None:
@@ -53,7 +53,7 @@ def triage(
     hash: Annotated[str, typer.Option("--hash", help="Input fingerprints: auto (full for text, footer for Parquet), full (SHA-256 of every byte), footer, none.")] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or tables on stderr.")] = False,
-    memory_limit: Annotated[Optional[str], typer.Option("--memory-limit", help="DuckDB memory limit, e.g. 4GB.")] = None,
+    memory_limit: Annotated[Optional[str], typer.Option("--memory-limit", help=MEMORY_LIMIT_HELP)] = None,
     startup: Annotated[Optional[list[str]], typer.Option("--startup", help="Start-up logs (repeatable): judge each request by the pool in effect on its node at that time.")] = None,
     inventory: Annotated[Optional[Path], typer.Option("--inventory", help="Inventory TOML mapping start-up log files to nodes (with --startup).")] = None,
     join_tolerance: Annotated[float, typer.Option("--join-tolerance", help="Seconds within which evidence without a shared id is joined by time.")] = 2.0,
