@@ -40,7 +40,8 @@ MANIFEST = "manifest.json"
 # buffer pool keeps the case's freshly written blocks until it is full, so a bigger limit is filled by
 # a big input whatever it needs, and the peak then grows with the input until the pool is full (the
 # 10 M-line log's peak: 1.6-1.8 GB at 1 GiB, 1.1-1.2 GB at 512 MiB; its bare JSON-lines form 10 M vs 1 M
-# lines: 1.42x at 512 MiB, 1.24x at 384 MiB, as fast; benchmarks/README.md "Volume").
+# lines, single runs: 1.42x at 512 MiB, 1.24x at 384 MiB, as fast (the prefixed form within ~5 %);
+# benchmarks/README.md "Volume").
 DEFAULT_MEMORY_LIMIT = 384 << 20
 
 

@@ -26,12 +26,12 @@ from kvir.core.text import visible
 
 __all__ = ["stderr", "cell", "table", "say", "fail", "guarded", "echo", "echo_json", "show", "blank"]
 
-# OS errors a user can act on (a full or read-only disk, a missing permission, a missing file): one line,
-# exit 2, naming the path. Anything else is a bug and keeps its traceback.
 # --memory-limit of every command that writes a case (kvir.case.store.memory_limit_setting decides)
 MEMORY_LIMIT_HELP = (f"DuckDB's memory limit, e.g. 4GB; beyond it work spills to disk "
                      f"(default: KVIR_MEMORY_LIMIT, else {DEFAULT_MEMORY_LIMIT >> 20} MiB, at most 40 % of RAM).")
 
+# OS errors a user can act on (a full or read-only disk, a missing permission, a missing file): one line,
+# exit 2, naming the path. Anything else is a bug and keeps its traceback.
 _USER_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EROFS: "read-only file system",
                 errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
                 errno.ENOENT: "no such file or directory", errno.EDQUOT: "disk quota exceeded",
