@@ -34,3 +34,19 @@ def test_markdown_values_cannot_drive_a_terminal_or_add_markup():
     s = md_escape("acct\x1b]8;;http://e/\x07[x](y)\u202e|<b>\nz")
     assert "\x1b" not in s and "\x07" not in s and "\u202e" not in s and "\n" not in s
     assert s == "acct\\x1b\\]8;;http://e/\\x07\\[x\\](y)\\u202e\\|&lt;b&gt; z"
+
+
+def test_a_view_and_a_table_export_the_same_neutralised_cells(tmp_path):
+    """Only a table's columns that hold such a cell get the neutralising expression (a view's always do):
+    either way every cell comes out the same."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT * FROM (VALUES (1, 'x', '=1', chr(27) || 'y', ['=a', 'b']), "
+                "(2, NULL, 'ok', 'ok', ['c'])) v(i, clean, formula, control, parts)")
+    con.execute("CREATE VIEW v AS SELECT * FROM t")
+    expected = {1: {"clean": "x", "formula": "'=1", "control": "\\x1by", "parts": "'=a;b"},
+                2: {"clean": "", "formula": "ok", "control": "ok", "parts": "c"}}
+    for name in ("t", "v"):
+        path = write_csv(con, name, tmp_path / f"{name}.csv")
+        rows = {int(r.pop("i")): r for r in csv.DictReader(path.open(encoding="utf-8"))}
+        assert rows == expected, name
+    assert (tmp_path / "t.csv").read_bytes() == (tmp_path / "v.csv").read_bytes()

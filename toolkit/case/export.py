@@ -19,7 +19,8 @@ _VISIBLE = ("CASE WHEN regexp_matches({c}, '" + _CONTROLS + "') THEN "
             "array_to_string(list_transform(string_split({c}, ''), "
             "lambda ch: CASE WHEN regexp_matches(ch, '" + _CONTROLS + "') THEN '\\x' || lower(printf('%02X', unicode(ch))) "
             "ELSE ch END), '') ELSE {c} END")
-_SAFE = ("CASE WHEN {c} IS NULL THEN NULL WHEN left({c}, 1) IN ('=', '+', '-', '@', chr(9), chr(13)) "
+_FORMULA_STARTS = "('=', '+', '-', '@', chr(9), chr(13))"
+_SAFE = ("CASE WHEN {c} IS NULL THEN NULL WHEN left({c}, 1) IN " + _FORMULA_STARTS + " "
          "THEN '''' || {v} ELSE {v} END")
 
 
@@ -32,6 +33,14 @@ def csv_select(con: duckdb.DuckDBPyConnection, table: str, columns: list[str] | 
     desc = con.execute(f"DESCRIBE {_quote(table)}").fetchall()
     types = {r[0]: r[1] for r in desc}
     cols = columns or [r[0] for r in desc]
+    texts = {}       # the text form of every column that holds text
+    for c in cols:
+        q, t = _quote(c), types[c]
+        if t.endswith("[]"):
+            texts[c] = f"array_to_string({q}, ';')"
+        elif t in ("VARCHAR", "JSON") or t.startswith("STRUCT") or t.startswith("MAP"):
+            texts[c] = f"CAST({q} AS VARCHAR)"
+    unsafe = _columns_to_neutralise(con, table, texts)
     parts = []
     for c in cols:
         q, t = _quote(c), types[c]
@@ -39,14 +48,28 @@ def csv_select(con: duckdb.DuckDBPyConnection, table: str, columns: list[str] | 
             expr = f"strftime(timezone('UTC', {q}), '%Y-%m-%dT%H:%M:%S.%fZ')"
         elif t.startswith("TIMESTAMP"):
             expr = f"strftime({q}, '%Y-%m-%dT%H:%M:%S.%f')"
-        elif t.endswith("[]"):
-            expr = _safe(f"array_to_string({q}, ';')")
-        elif t in ("VARCHAR", "JSON") or t.startswith("STRUCT") or t.startswith("MAP"):
-            expr = _safe(f"CAST({q} AS VARCHAR)")
+        elif c in texts:
+            expr = _safe(texts[c]) if c in unsafe else texts[c]
         else:
             expr = q
         parts.append(f"{expr} AS {q}")
     return f"SELECT {', '.join(parts)} FROM {_quote(table)}"
+
+
+def _columns_to_neutralise(con: duckdb.DuckDBPyConnection, table: str, texts: dict[str, str]) -> set[str]:
+    """The text columns of `table` with a cell that starts like a formula or holds a control character:
+    only those get the neutralising expression, whose per-column binding (a lambda over the characters)
+    cost 20-85 ms per export, most of a small triage's exports. One aggregate finds them, evaluating the
+    same test the expression's guard would. A view is not checked (every text column is neutralised): it
+    can read files outside the case, which could change between the check and the export."""
+    if not texts:
+        return set()
+    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = $t", {"t": table}).fetchone()[0]:
+        return set(texts)
+    tests = [f"coalesce(bool_or(regexp_matches({e}, '{_CONTROLS}') OR left({e}, 1) IN {_FORMULA_STARTS}), false)"
+             for e in texts.values()]
+    flags = con.execute(f"SELECT {', '.join(tests)} FROM {_quote(table)}").fetchone()
+    return {c for c, flag in zip(texts, flags) if flag}
 
 
 def _safe(c: str) -> str:
