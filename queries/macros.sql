@@ -304,10 +304,17 @@ CREATE OR REPLACE MACRO kvir_span(sec) AS CASE
 CREATE OR REPLACE MACRO kvir_max_req_input_len(context_len, pool_tokens) AS
     least(context_len - 1, pool_tokens - 1) - 5;
 
--- The shortest prompt a rule counts as exposed: public = more than the pool; engine = max_req_input_len.
-CREATE OR REPLACE MACRO kvir_rule_threshold(rule, pool_tokens, context_len) AS CASE rule
+-- The engine's own prompt limit (kvir/rules/engines.py): the shortest prompt it refuses. SGLang:
+-- max_req_input_len; vLLM: max_model_len (the context); any other engine: NULL (not known).
+CREATE OR REPLACE MACRO kvir_engine_limit(engine, context_len, pool_tokens) AS CASE engine
+    WHEN 'sglang' THEN kvir_max_req_input_len(context_len, pool_tokens)
+    WHEN 'vllm' THEN context_len END;
+
+-- The shortest prompt a rule counts as exposed: public = more than the pool; engine = the engine's limit
+-- (NULL when the engine is unknown: the rule is not available).
+CREATE OR REPLACE MACRO kvir_rule_threshold(rule, engine, pool_tokens, context_len) AS CASE rule
     WHEN 'public' THEN pool_tokens + 1
-    WHEN 'engine' THEN kvir_max_req_input_len(context_len, pool_tokens) END;
+    WHEN 'engine' THEN kvir_engine_limit(engine, context_len, pool_tokens) END;
 
 -- Triage categories, shared by queries/triage/hits.sql and hits_pool_in_effect.sql (their header
 -- comments say what each category means). `gran` is ts_granularity_s: 0 or NULL for an exact start;

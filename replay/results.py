@@ -84,6 +84,7 @@ SCHEMA = pa.schema([
     ("replayed_prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()), ("decode_steps", pa.int64()),
     ("uninitialised_tokens", pa.int64()), ("recalled_tokens", pa.int64()), ("causal", CAUSAL_T),
     ("history_requests", pa.int64()), ("limits_source", pa.string()), ("build_source", pa.string()),
+    ("build_basis", pa.string()),
     ("evidence", pa.string()), ("checksum", pa.string()), ("canary", pa.string()), ("model", pa.string()),
     ("response_tokens", pa.list_(pa.int64())),
 ])
@@ -133,7 +134,10 @@ def tables(rows: dict[str, Row], compared: list[Policy], f: float, device: str, 
                 "decode_steps": len(o.tokens) - 1 if o and o.tokens else None,
                 "uninitialised_tokens": o.uninitialised_tokens if o else None, "recalled_tokens": recalled,
                 "causal": causal, "history_requests": r.history, "limits_source": r.limits_source or None,
-                "build_source": r.build_source or None, "evidence": p.evidence, "checksum": o.checksum if o else None,
+                "build_source": (r.build_source or (f"not replayed: {r.reason}" if r.reason else None)),
+                "build_basis": ("ran" if r.production is not None and not r.build_assumed else "assumed")
+                if p.name == prod.name else None,
+                "evidence": p.evidence, "checksum": o.checksum if o else None,
                 "canary": o.canary if o else None, "model": "recall",
                 "response_tokens": list(o.tokens) if (o and show_text) else None,
             })

@@ -128,9 +128,12 @@ def _replay_into(case: Case, *, limit, device, canary, checksum, scale, show_tex
     limits = LimitsSource(configs, incident)
     targets = queries.run(case, "targets", {"limit": limit if limit is not None else 2**62})
     rows = {r.request_id: Row(r) for r in targets.itertuples(index=False)}
+    not_sglang = _engine_not_replayable(incident)
     for r in rows.values():
         t = r.target
-        if pd.isna(t.decode_node):
+        if not_sglang:
+            r.reason = not_sglang
+        elif pd.isna(t.decode_node):
             r.reason = "no decode node in the logs (gateway-only evidence): the node's history cannot be rebuilt"
         elif pd.isna(t.prompt_tokens):
             r.reason = "prompt length unknown"
@@ -168,6 +171,16 @@ def _replay_into(case: Case, *, limit, device, canary, checksum, scale, show_tex
     case.manifest.setdefault("outputs", {}).update({k: v.name for k, v in outputs.items()})
     case.save_manifest()
     return ReplayRun(case, case.df("replay_results"), case.df("replay_exposure"), summary, outputs)
+
+
+def _engine_not_replayable(incident: dict) -> str:
+    """Why the case's engine cannot be replayed ('' when it can): the replay engine reproduces SGLang's
+    prefill/decode builds, so a case whose evidence or spec names another engine is not replayed on them."""
+    engine = incident.get("engine") or "unknown"
+    if engine in ("sglang", "unknown"):
+        return ""
+    return (f"the case's engine is {engine} ({incident.get('engine_source') or 'the incident table'}); kvir's replay "
+            f"engine reproduces SGLang prefill/decode builds only")
 
 
 class _Bar:

@@ -39,6 +39,7 @@ class Row:
     limits_source: str = ""
     production: Policy | None = None
     build_source: str = ""
+    build_assumed: bool = True          # False only when the start-up evidence names the build
     notes: list[str] = field(default_factory=list)
 
 
@@ -93,7 +94,7 @@ def replay_segment(seg: Segment, rows: dict[str, Row], limits: LimitsSource, mod
             row = rows[lr.request_id]
             row.replayed_prompt = L
             row.limits_source = f"decode {dec_o.source or 'assumed'}; prefill {pre_o.source or 'assumed'}"
-            row.production, row.build_source = prod, why
+            row.production, row.build_source, row.build_assumed = prod, why, assumed
             if assumed:
                 row.notes.append(why)
     assert pre_max is not None

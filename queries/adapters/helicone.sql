@@ -52,6 +52,7 @@ SELECT
     CASE WHEN f.delay_ms >= 0 THEN f.ts0 + kvir_span(f.delay_ms / 1000.0) END AS ts_end,
     f.account AS account_id,
     f.model,
+    nullif(kvir_text(f.j.request_model), f.model) AS model_other,   -- the name the client asked for, when it differs
     f.n_prompt AS prompt_tokens,
     f.n_cached AS cached_tokens,
     f.n_completion AS completion_tokens,

@@ -13,7 +13,8 @@
 -- the client asked for: the name an incident's aliases use), custom_llm_provider, prompt_tokens,
 -- completion_tokens, end_user (the customer id; '' when none), user, team_id, api_key (hashed), status
 -- (success | failure, nullable), metadata (jsonb: error_information.error_code on failures).
--- model = model_group, else model without its `<custom_llm_provider>/` prefix. account_id = end_user, else
+-- model = model_group, else model without its `<custom_llm_provider>/` prefix; model_other = that deployment
+-- model (prefix stripped) when a model group is there too, so an alias of either name finds the row. account_id = end_user, else
 -- user, else team_id. Outcome: success = served; failure = rejected for a 4xx error code, failed otherwise;
 -- no status = unknown. A failure row's prompt_tokens is not the engine's count (LiteLLM's own estimate of
 -- the request, or 0): its length is unknown. SpendLogs has no HTTP status column: it is only set from a
@@ -41,6 +42,10 @@ fields AS (
                  CASE WHEN starts_with(p.j.model, kvir_text(p.j.custom_llm_provider) || '/')
                       THEN kvir_text(substr(p.j.model, length(kvir_text(p.j.custom_llm_provider)) + 2)) END,
                  kvir_text(p.j.model)) AS model,
+        CASE WHEN kvir_text(p.j.model_group) IS NOT NULL THEN nullif(
+                 coalesce(CASE WHEN starts_with(p.j.model, kvir_text(p.j.custom_llm_provider) || '/')
+                               THEN kvir_text(substr(p.j.model, length(kvir_text(p.j.custom_llm_provider)) + 2)) END,
+                          kvir_text(p.j.model)), kvir_text(p.j.model_group)) END AS model_other,
         lower(kvir_text(coalesce(p.j.status, CASE WHEN json_valid(p.j.metadata) THEN p.j.metadata ->> '$.status' END))) AS status,
         TRY_CAST(CASE WHEN json_valid(p.j.metadata) THEN p.j.metadata ->> '$.error_information.error_code' END AS INTEGER) AS err_code
     FROM parsed AS p
@@ -62,6 +67,7 @@ SELECT
     f.ts1 AS ts_end,
     f.account AS account_id,
     f.model,
+    f.model_other,
     CASE WHEN f.status IS DISTINCT FROM 'failure' THEN f.n_prompt END AS prompt_tokens,   -- a failure's: not the engine's
     f.n_completion AS completion_tokens,
     CASE WHEN f.status = 'failure' THEN f.err_code END AS http_status,

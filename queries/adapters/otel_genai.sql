@@ -104,6 +104,7 @@ SELECT
     r.ts1 AS ts_end,
     r.account AS account_id,
     coalesce(r.resp_model, r.req_model) AS model,
+    CASE WHEN r.resp_model <> r.req_model THEN r.req_model END AS model_other,   -- the requested name, when it differs
     r.n_input AS prompt_tokens,
     r.n_cached AS cached_tokens,
     r.n_output AS completion_tokens,

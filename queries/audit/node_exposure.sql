@@ -5,9 +5,11 @@
 -- is below its context (holds_context = false) on a build that transfers the over-long stub, or whose
 -- build is unknown (node_configs.stub_transferred, from kvir.rules.builds; `build` says which);
 -- 'unknown' when pool or context is not in the evidence; otherwise 'not exposed'. Consecutive
--- starts in one state form one stretch: exposed_from = its first start, exposed_until = the next start
--- in another state (NULL: still so at the last start seen). A prefill node never exposed gets one row
--- with state 'never exposed'.
+-- starts in one state form one stretch, in the node's start order (start_index: by UTC time, else by the
+-- host's own clock and the log's sequence, so a restart ends a stretch even when no zone is known):
+-- exposed_from = its first start, exposed_until = the time of the next start in another state (NULL when
+-- unknown), ended = whether such a next start exists (false: still so at the last start seen). A prefill
+-- node never exposed gets one row with state 'never exposed'.
 CREATE OR REPLACE TABLE node_exposure AS
 WITH c AS (
     SELECT n.*,
@@ -20,8 +22,8 @@ WITH c AS (
 ),
 g AS (
     SELECT c.*,
-        row_number() OVER (PARTITION BY c.node ORDER BY c.ts NULLS FIRST, c.config_id)
-        - row_number() OVER (PARTITION BY c.node, c.state ORDER BY c.ts NULLS FIRST, c.config_id) AS grp
+        row_number() OVER (PARTITION BY c.node ORDER BY c.start_index)
+        - row_number() OVER (PARTITION BY c.node, c.state ORDER BY c.start_index) AS grp
     FROM c
 ),
 runs AS (
@@ -38,20 +40,22 @@ runs AS (
 nxt AS (   -- the start that ended each stretch
     SELECT r.*, n.pool_tokens AS next_pool, n.context_len AS next_context, n.build AS next_version,
         n.stub_transferred AS next_transfers,
-        n.evidence_file || ':' || n.evidence_line AS until_evidence
+        n.evidence_file || ':' || n.evidence_line AS until_evidence, n.node IS NOT NULL AS ended
     FROM runs AS r
     LEFT JOIN node_configs AS n ON n.node = r.node AND n.start_index = r.last_index + 1
 )
-SELECT node, 'prefill' AS role, exposed_from, exposed_until, state, starts, pool_tokens, context_len, max_req_input_len,
+SELECT node, 'prefill' AS role, exposed_from, exposed_until, ended, state, starts, pool_tokens, context_len, max_req_input_len,
     version, from_evidence, until_evidence,
-    CASE WHEN exposed_until IS NULL THEN NULL
+    CASE WHEN NOT ended THEN NULL
          WHEN next_pool IS NOT NULL AND next_context IS NOT NULL AND next_pool >= next_context
              THEN format('restart with pool {:,} >= context {:,}', next_pool, next_context)
          WHEN NOT next_transfers THEN format('restart on build {}', next_version)
          ELSE 'restart' END AS ended_by
 FROM nxt WHERE state <> 'not exposed'
-UNION ALL
-SELECT node, 'prefill', NULL, NULL, 'never exposed', count(*), min(pool_tokens), max(context_len), min(max_req_input_len),
-    arg_max(coalesce(version, build), start_index), NULL, NULL, NULL
+UNION ALL BY NAME
+SELECT node, 'prefill' AS role, NULL AS exposed_from, NULL AS exposed_until, NULL AS ended, 'never exposed' AS state,
+    count(*) AS starts, min(pool_tokens) AS pool_tokens, max(context_len) AS context_len,
+    min(max_req_input_len) AS max_req_input_len, arg_max(coalesce(version, build), start_index) AS version,
+    NULL AS from_evidence, NULL AS until_evidence, NULL AS ended_by
 FROM c GROUP BY node HAVING bool_and(state = 'not exposed')
 ORDER BY node, exposed_from NULLS LAST;

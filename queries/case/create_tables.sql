@@ -35,6 +35,8 @@ CREATE TABLE IF NOT EXISTS records_text (
     ts_granularity_s INTEGER DEFAULT 0,  -- 0: exact; 3600: only the hour is known
     account_id VARCHAR,
     model VARCHAR,                   -- default: the source's served model
+    model_other VARCHAR,             -- another name the record gives the same model (LiteLLM's deployment beside its
+                                     -- model group, OTel's response model beside the requested one); NULL when none
     prompt_tokens BIGINT,
     cached_tokens BIGINT,
     completion_tokens BIGINT,

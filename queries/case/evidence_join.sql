@@ -92,6 +92,8 @@ SELECT b.* REPLACE (
         greatest(a.ts_end, b.ts_end) AS ts_end,
         CASE WHEN a.a_client_side THEN coalesce(a.account_id, b.account_id) ELSE coalesce(b.account_id, a.account_id) END AS account_id,
         CASE WHEN a.a_client_side THEN coalesce(a.model, b.model) ELSE coalesce(b.model, a.model) END AS model,
+        coalesce(CASE WHEN a.model <> b.model THEN (CASE WHEN a.a_client_side THEN b.model ELSE a.model END) END,
+                 b.model_other, a.model_other) AS model_other,
         coalesce(b.prompt_tokens, a.prompt_tokens) AS prompt_tokens,
         coalesce(b.cached_tokens, a.cached_tokens) AS cached_tokens,
         coalesce(b.completion_tokens, a.completion_tokens) AS completion_tokens,

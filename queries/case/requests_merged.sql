@@ -67,8 +67,9 @@ r AS (
         CASE r.role WHEN 'decode' THEN 4 WHEN 'mixed' THEN 3 WHEN 'gateway' THEN 2 WHEN 'prefill' THEN 0 ELSE 1 END AS p_tokens,
         CASE r.role WHEN 'gateway' THEN 4 ELSE 1 END AS p_account,
         CASE r.outcome WHEN 'served' THEN 4 WHEN 'failed' THEN 3 WHEN 'aborted' THEN 2 WHEN 'rejected' THEN 1 ELSE 0 END AS x_outcome,
-        coalesce(r.model IN (SELECT model FROM incident_models), false) AS x_model,
-        CASE WHEN r.model IN (SELECT model FROM incident_models) THEN '' ELSE r.model END AS model_key  -- aliases are one model
+        coalesce(r.model IN (SELECT model FROM incident_models) OR r.model_other IN (SELECT model FROM incident_models), false) AS x_model,
+        CASE WHEN r.model IN (SELECT model FROM incident_models) OR r.model_other IN (SELECT model FROM incident_models)
+             THEN '' ELSE r.model END AS model_key  -- aliases are one model
     FROM records_pd AS r
 )
 SELECT r.*,
@@ -89,6 +90,8 @@ WITH grouped AS (
              ELSE max(ts_granularity_s) END AS ts_granularity_s,
         max_by(account_id, (p_account, account_id)) FILTER (WHERE account_id IS NOT NULL) AS account_id,
         max_by(model, (p_outcome, x_model, model)) FILTER (WHERE model IS NOT NULL) AS model,
+        max_by(model_other, (p_outcome, x_model, model_other)) FILTER (WHERE model_other IS NOT NULL) AS model_other0,
+        min(model) AS model_lo, max(model) AS model_hi,
         max_by(prompt_tokens, (p_tokens, prompt_tokens)) FILTER (WHERE prompt_tokens IS NOT NULL) AS prompt_tokens,
         max_by(cached_tokens, (p_tokens, cached_tokens)) FILTER (WHERE cached_tokens IS NOT NULL) AS cached_tokens,
         max_by(completion_tokens, (p_outcome, x_outcome, completion_tokens)) FILTER (WHERE completion_tokens IS NOT NULL) AS completion_tokens,
@@ -118,7 +121,11 @@ WITH grouped AS (
     WHERE merged_id IS NOT NULL
     GROUP BY merged_id
 )
-SELECT g.request_id, g.ts, g.ts_end, g.ts_granularity_s, g.account_id, g.model, g.prompt_tokens,
+SELECT g.request_id, g.ts, g.ts_end, g.ts_granularity_s, g.account_id, g.model,
+       -- the other name: a record's own second name, else another record's different name for it
+       coalesce(g.model_other0, CASE WHEN g.model_lo <> g.model THEN g.model_lo WHEN g.model_hi <> g.model THEN g.model_hi END)
+           AS model_other,
+       g.prompt_tokens,
        g.cached_tokens, g.completion_tokens, g.http_status, g.outcome, g.finish_reason,
        g.prefill_node, g.decode_node, g.prefill_tokens, g.bootstrap_room,
        s.format AS source_format, coalesce(g.source_path, s.label) AS source_file, g.source_line, g.source_id,
@@ -128,7 +135,7 @@ FROM grouped AS g JOIN sources AS s USING (source_id);
 
 CREATE OR REPLACE VIEW requests AS
 SELECT r.request_id, r.ts, r.ts_end, CASE WHEN coalesce(r.ts_granularity_s, 0) = 0 THEN 0 ELSE r.ts_granularity_s END AS ts_granularity_s,
-       r.account_id, r.model, r.prompt_tokens, r.cached_tokens, r.completion_tokens, r.http_status, r.outcome,
+       r.account_id, r.model, r.model_other, r.prompt_tokens, r.cached_tokens, r.completion_tokens, r.http_status, r.outcome,
        r.finish_reason,
        coalesce(r.prefill_node, CASE WHEN r.role = 'prefill' THEN r.node END) AS prefill_node,
        coalesce(r.decode_node, CASE WHEN r.role = 'decode' THEN r.node END) AS decode_node,

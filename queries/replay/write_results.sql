@@ -5,6 +5,8 @@
 -- build: the policy the row ran (sglang-0.5.19 | sglang-0.5.20 | sglang-0.5.21 | kvir-proposal; kvir.replay.policy),
 -- builds: the SGLang builds it reproduces, build_role: incident (the build the response's prefill node ran:
 -- its production path) | compared | proposal, first_fixed: the first build that never transfers the stub.
+-- build_basis (incident rows): ran = the start-up evidence names the build (build_source says where);
+-- assumed = it does not, and build_source says why (a row that was not replayed at all is assumed too).
 CREATE OR REPLACE TABLE replay_results AS
 SELECT
     CAST(r.request_id AS VARCHAR) AS request_id,
@@ -40,6 +42,7 @@ SELECT
     CAST(r.history_requests AS BIGINT) AS history_requests,
     CAST(r.limits_source AS VARCHAR) AS limits_source,
     CAST(r.build_source AS VARCHAR) AS build_source,
+    CAST(r.build_basis AS VARCHAR) AS build_basis,
     CAST(r.evidence AS VARCHAR) AS evidence,
     CAST(r.checksum AS VARCHAR) AS checksum,
     CAST(r.canary AS VARCHAR) AS canary,

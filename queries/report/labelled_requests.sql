@@ -10,7 +10,7 @@ WITH r AS (
            count(*) OVER (PARTITION BY q.account_id) AS n_requests
     FROM requests AS q
     JOIN account_rules AS a ON a.account_id = q.account_id
-    WHERE list_contains($models, q.model)
+    WHERE (list_contains($models, q.model) OR list_contains($models, q.model_other))
 )
 SELECT CASE WHEN r.rn_first = 1 THEN 'first' ELSE 'last' END AS which,
        r.request_id, r.ts, r.account_id, r.label, r.prompt_tokens, r.outcome, r.http_status,

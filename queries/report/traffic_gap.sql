@@ -8,7 +8,7 @@
 WITH t AS (
     SELECT q.request_id, q.ts, q.source_file, q.source_line
     FROM requests AS q
-    WHERE list_contains($models, q.model)
+    WHERE (list_contains($models, q.model) OR list_contains($models, q.model_other))
       AND q.account_id IS NOT NULL
       AND q.account_id NOT IN (SELECT account_id FROM account_rules)
 ),

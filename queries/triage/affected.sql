@@ -8,6 +8,7 @@ SELECT
     h.account_id,
     a.label AS account_label,
     h.model,
+    h.matched_name,                 -- the request's name that equals an alias of incident.toml's models
     h.prompt_tokens,
     h.prefill_tokens,
     h.completion_tokens,

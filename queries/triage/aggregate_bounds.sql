@@ -1,5 +1,5 @@
 -- aggregate_bounds: what Prometheus prompt-token histograms imply about requests above the threshold: bounds, never requests.
--- Params: $models, $window_start, $window_end, $pool_tokens, $context_tokens, $rule, $condition_text
+-- Params: $models, $window_start, $window_end, $pool_tokens, $context_tokens, $rule, $engine, $condition_text
 --
 -- An aggregate finding, one row per histogram series (source, family, label set without le). Buckets
 -- are cumulative: c(le) requests had a prompt of at most le tokens, c(+Inf) is the total. Requests
@@ -13,7 +13,7 @@
 -- of the incident's models are left out. In PD deployments prefill and decode both count a request.
 CREATE OR REPLACE TABLE aggregate_findings AS
 WITH thr AS (
-    SELECT CAST(kvir_rule_threshold($rule, $pool_tokens, $context_tokens) AS DOUBLE) - 1 AS t,
+    SELECT CAST(kvir_rule_threshold($rule, $engine, $pool_tokens, $context_tokens) AS DOUBLE) - 1 AS t,
            'prompts of ' || $condition_text AS t_text
 ),
 b AS (

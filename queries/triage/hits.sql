@@ -1,12 +1,15 @@
 -- hits: every request of the incident's model inside the window that either rule flags, or that no
 -- rule can decide (prompt length unknown), with its category. Small: the 10^8-row scan ends here.
--- Params: $models, $window_start, $window_end, $pool_tokens, $context_tokens, $rule
+-- Params: $models, $window_start, $window_end, $pool_tokens, $context_tokens, $rule, $engine
 --
--- Model: exact match with one of the incident's aliases (glm-5.3-air is another model).
+-- Model: any name the request carries (model, or model_other: a gateway's deployment beside its model
+-- group, a requested beside a served name) equals one of the incident's aliases exactly; matched_name says
+-- which. A near-spelling is another model (triage lists the names the logs carry: kvir.triage.models).
 -- Window: inclusive at both ends. A request whose start is only known to lie in [ts, ts +
 -- ts_granularity_s) (the SGLang metrics export: an hour) is in scope when that span meets the window, and
 -- -- counts as affected only when the whole span lies inside it; otherwise "possibly-affected". Rules: the
--- macro kvir_rule_threshold (public = more than the pool; engine = SGLang's max_req_input_len).
+-- macro kvir_rule_threshold (public = more than the pool; engine = the engine's own limit, NULL when
+-- the engine is unknown: then only the public rule is judged).
 -- Categories, under the chosen rule:
 --   affected     the rule holds and the client got a served response (HTTP 2xx, finish stop/length)
 --   possibly-affected  as affected, but its start is only known to a span that crosses a window edge
@@ -18,18 +21,19 @@
 CREATE OR REPLACE TABLE triage_hits AS
 WITH scoped AS (
     SELECT r.*,
-        r.prompt_tokens >= kvir_rule_threshold('public', $pool_tokens, $context_tokens) AS public_hit,
-        r.prompt_tokens >= kvir_rule_threshold('engine', $pool_tokens, $context_tokens) AS engine_hit
+        CASE WHEN r.model IN (SELECT unnest($models)) THEN r.model ELSE r.model_other END AS matched_name,
+        r.prompt_tokens >= kvir_rule_threshold('public', $engine, $pool_tokens, $context_tokens) AS public_hit,
+        r.prompt_tokens >= kvir_rule_threshold('engine', $engine, $pool_tokens, $context_tokens) AS engine_hit
     FROM requests AS r
-    WHERE r.model IN (SELECT unnest($models))
+    WHERE (r.model IN (SELECT unnest($models)) OR r.model_other IN (SELECT unnest($models)))
       AND r.ts <= $window_end
       -- a plain bound first (coarse times are at most a day wide), so DuckDB pushes it into a Parquet
       -- scan and skips row groups; the exact test for coarse times follows
       AND r.ts > $window_start - INTERVAL 1 DAY
       AND (r.ts >= $window_start
            OR (coalesce(r.ts_granularity_s, 0) > 0 AND r.ts + r.ts_granularity_s * INTERVAL 1 SECOND > $window_start))
-      AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= least(kvir_rule_threshold('public', $pool_tokens, $context_tokens),
-                                                                 kvir_rule_threshold('engine', $pool_tokens, $context_tokens)))
+      AND (r.prompt_tokens IS NULL OR r.prompt_tokens >= least(kvir_rule_threshold('public', $engine, $pool_tokens, $context_tokens),
+                                                                 kvir_rule_threshold('engine', $engine, $pool_tokens, $context_tokens)))
 ),
 judged AS (
     SELECT s.*,

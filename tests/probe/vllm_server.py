@@ -91,10 +91,11 @@ def build_tiny_model(out: Path) -> Path:
 
 
 def start_vllm(model_dir: Path, log_path: Path, cache_root: Path, *, extra_args: tuple[str, ...] | list[str] = (),
-               kv_gib: int = 1, multiprocess: bool = False) -> VllmServer:
+               kv_gib: int = 1, multiprocess: bool = False, served_name: str = SERVED_NAME,
+               max_model_len: int = MAX_MODEL_LEN, python: str | None = None) -> VllmServer:
     port = free_port()
-    cmd = [VLLM_PYTHON, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
-           "--served-model-name", SERVED_NAME, "--max-model-len", str(MAX_MODEL_LEN), "--host", "127.0.0.1",
+    cmd = [python or VLLM_PYTHON, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
+           "--served-model-name", served_name, "--max-model-len", str(max_model_len), "--host", "127.0.0.1",
            "--port", str(port), "--dtype", "float32", "--enforce-eager", "--enable-log-requests",
            *([] if multiprocess else ["--distributed-executor-backend", "uni"]), *extra_args]
     env = server_env(cache_root, kv_gib, multiprocess)
@@ -105,7 +106,7 @@ def start_vllm(model_dir: Path, log_path: Path, cache_root: Path, *, extra_args:
                                 start_new_session=True)
     srv = VllmServer(f"http://127.0.0.1:{port}", proc, log_path, cmd, env)
     try:
-        _wait_ready(srv, t0)
+        _wait_ready(srv, t0, served_name)
     except BaseException:
         stop_vllm(srv)
         raise
@@ -113,7 +114,7 @@ def start_vllm(model_dir: Path, log_path: Path, cache_root: Path, *, extra_args:
     return srv
 
 
-def _wait_ready(srv: VllmServer, t0: float) -> None:
+def _wait_ready(srv: VllmServer, t0: float, served_name: str = SERVED_NAME) -> None:
     while True:
         if srv.proc.poll() is not None:
             raise RuntimeError(f"vLLM exited ({srv.proc.returncode}) before it was ready:\n{srv.log_text()[-3000:]}")
@@ -124,7 +125,7 @@ def _wait_ready(srv: VllmServer, t0: float) -> None:
                 break
         time.sleep(0.5)
     # /health is 200 even when the engine cannot run the model: prove it with one real completion
-    status, body = http("POST", srv.url + "/v1/completions", {"model": SERVED_NAME, "prompt": "hi", "max_tokens": 1},
+    status, body = http("POST", srv.url + "/v1/completions", {"model": served_name, "prompt": "hi", "max_tokens": 1},
                         timeout=120)
     if status != 200:
         raise RuntimeError(f"warm-up completion failed: HTTP {status} {body[:300]!r}")

@@ -18,7 +18,7 @@ from kvir.core.errors import KvirError
 from kvir.core.files import sha256_file
 from kvir.spec.model import IncidentSpec, load_spec
 
-SPEC_FACT_TABLES = ("hand_events", "disclosure")
+SPEC_FACT_TABLES = ("hand_events", "disclosure", "defect")
 
 
 def _jsonable(v: Any) -> Any:
@@ -48,7 +48,7 @@ def record_spec(case: Case, spec: IncidentSpec) -> None:
     facts = {"id": spec.id, "title": spec.title, "models": json.dumps(list(spec.models)),
              "window_start": spec.window_start.isoformat(), "window_end": spec.window_end.isoformat(),
              "pool_tokens": str(t.pool_tokens), "context_tokens": str(t.context_tokens), "rule": t.rule,
-             "engine_limit": str(t.engine_limit),
+             "declared_engine": spec.engine or "",
              "awareness_time": spec.awareness_time.isoformat() if spec.awareness_time else "",
              "spec_path": str(spec.path) if spec.path else ""}
     for k, v in facts.items():
@@ -77,6 +77,8 @@ def _insert_spec_facts(case: Case, spec: IncidentSpec) -> None:
         facts["awareness_time"] = spec.awareness_time
     for k, v in facts.items():
         con.execute("INSERT INTO disclosure VALUES ($k, $v)", {"k": str(k), "v": json.dumps(_jsonable(v))})
+    for k, v in spec.defect.items():
+        con.execute("INSERT INTO defect VALUES ($k, $v)", {"k": str(k), "v": json.dumps(_jsonable(v))})
     sha = sha256_file(spec.path) if spec.path and spec.path.exists() else None
     case.manifest["report_spec_facts"] = {"path": str(spec.path) if spec.path else None, "sha256": sha,
                                           "events": len(spec.events), "disclosure_keys": sorted(facts)}
@@ -124,8 +126,8 @@ def _incident_value(case: Case, key: str) -> str | None:
     return row[0] if row else None
 
 
-def read_disclosure(case: Case) -> dict[str, Any]:
-    """The [disclosure] table as stored in the case (JSON values decoded)."""
-    if not case.has("disclosure"):
+def read_disclosure(case: Case, table: str = "disclosure") -> dict[str, Any]:
+    """The [disclosure] (or [defect]) table as stored in the case (JSON values decoded)."""
+    if table not in SPEC_FACT_TABLES[1:] or not case.has(table):
         return {}
-    return {k: json.loads(v) for k, v in case.con.execute("SELECT key, value FROM disclosure ORDER BY key").fetchall()}
+    return {k: json.loads(v) for k, v in case.con.execute(f"SELECT key, value FROM {table} ORDER BY key").fetchall()}

@@ -249,6 +249,12 @@ class Case:
     def has(self, table: str) -> bool:
         return table in self.tables()
 
+    def columns(self, table: str) -> list[str]:
+        """The columns of one of the case's tables (empty when it has none of that name)."""
+        return [r[0] for r in self.con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' AND table_name = $t "
+            "ORDER BY ordinal_position", {"t": table}).fetchall()]
+
     # ------------------------------------------------------------------ manifest
     def save_manifest(self) -> Path:
         """Write manifest.json and compiled/*.sql (the exact SQL that ran, with its parameters)."""

@@ -23,6 +23,14 @@ class ArtifactKind:
     name: str                      # what `kvir report --only` accepts
     summary: str                   # one line: what it is
     templates: tuple[str, ...]     # the templates/ files it renders (none: figures are drawn by matplotlib)
+    machine: bool = False          # a machine document: rendered (and validated) before the prose documents
+    engine_advisory: bool = False  # describes the engine defect: rendered only when the case has one
+                                   # (incident.toml [defect], or one the build table matches: kvir.report.defect)
+
+    @property
+    def method(self) -> str:
+        """The kvir.report.renderer.Renderer method that writes it."""
+        return self.name.replace("-", "_")
 
 
 PROSE_HTML = "document.html.j2"    # the HTML shell of every prose document (its Markdown, converted)
@@ -32,11 +40,13 @@ KINDS: tuple[ArtifactKind, ...] = (
                  ("timeline.md.j2", "timeline.html.j2")),
     ArtifactKind("postmortem", "internal post-mortem in Google SRE sections", ("postmortem.md.j2", PROSE_HTML)),
     ArtifactKind("public-report", "public incident report", ("public_report.md.j2", PROSE_HTML)),
-    ArtifactKind("advisory", "coordinated-disclosure advisory for the engine bug", ("advisory.md.j2", PROSE_HTML)),
-    ArtifactKind("csaf", "CSAF 2.0 security advisory (engine bug) and incident response (provider)",
-                 ("csaf_advisory.json.j2", "csaf_incident.json.j2")),
-    ArtifactKind("osv", "OSV record for the engine bug", ("osv.json.j2",)),
-    ArtifactKind("cve", "CVE 5.1 CNA container draft for the engine bug", ("cve_cna.json.j2",)),
+    ArtifactKind("advisory", "coordinated-disclosure advisory for the engine defect", ("advisory.md.j2", PROSE_HTML),
+                 engine_advisory=True),
+    ArtifactKind("csaf", "CSAF 2.0 incident response (provider) and, with an engine defect, its security advisory",
+                 ("csaf_advisory.json.j2", "csaf_incident.json.j2"), machine=True),
+    ArtifactKind("osv", "OSV record for the engine defect", ("osv.json.j2",), machine=True, engine_advisory=True),
+    ArtifactKind("cve", "CVE 5.1 CNA container draft for the engine defect", ("cve_cna.json.j2",), machine=True,
+                 engine_advisory=True),
     ArtifactKind("notices", "one processor-to-controller notice per affected account and per source account",
                  ("notice_affected.md.j2", "notice_source.md.j2", PROSE_HTML)),
     ArtifactKind("gdpr", "GDPR Art. 33 notification draft with its 72-hour clock", ("gdpr_art33.md.j2", PROSE_HTML)),

@@ -12,8 +12,11 @@ from kvir.case.spec_tables import read_disclosure
 from kvir.case.store import Case
 from kvir.core.errors import KvirError
 from kvir.core.files import sha256_file
+from kvir.report.defect import defect_for
 from kvir.report.disclosure import parse_disclosure
-from kvir.report.model import COUNT_COLUMNS, Counts, Facts, IncidentModel
+from kvir.report.model import Counts, Facts, IncidentModel
+from kvir.report.story import Evidence, make_story
+from kvir.rules.engines import ENGINES, EngineChoice
 from kvir.report.read import evidence, grouped, home, rows, shown_path
 from kvir.report.records import (AccountExposure, AffectedResponse, Finding, HistogramBin, Indicator, NodeExposure,
                                  NodeFix, ReplaySummary, ReplayVerdict, SourceExposure, SourceRequest, Stage,
@@ -32,12 +35,12 @@ def _facts(case: Case) -> Facts:
     missing = [k for k in need if k not in kv]
     if missing:
         raise KvirError(f"the case's incident table lacks {', '.join(missing)}", path=str(home(case)))
-    tri = case.manifest.get("triage") or {}
+    engine = kv.get("engine") if kv.get("engine") in ENGINES else "unknown"
     return Facts(
         id=kv["id"], title=kv["title"], models=tuple(json.loads(kv["models"])),
         window_start=utc(kv["window_start"]), window_end=utc(kv["window_end"]),
         pool_tokens=int(kv["pool_tokens"]), context_tokens=int(kv["context_tokens"]), rule=kv["rule"],
-        rule_text=tri.get("rule", kv["rule"]), other_rule_text=tri.get("other_rule", ""),
+        engine=engine, engine_source=kv.get("engine_source") or "not recorded by triage (triage again)",
         spec_path=shown_path(kv.get("spec_path", ""), home(case)),
         awareness_time=utc(kv["awareness_time"]) if kv.get("awareness_time") else None,
     )
@@ -52,9 +55,7 @@ def _counts(case: Case, warns: list[str]) -> Counts:
     if int(h["affected_now"]) != int(h["affected"]):
         warns.append(f"the triage summary says {h['affected']} affected responses, the case's affected table now "
                      f"holds {h['affected_now']}: run `kvir triage` again before publishing")
-    return Counts(**{k: (utc(h[k]) if k in ("first_affected", "last_affected")
-                         else None if h[k] is None and k == "in_scope" else int(h[k] or 0))
-                     for k in COUNT_COLUMNS})
+    return Counts.from_row(h)
 
 
 def _stages(case: Case) -> list[Stage]:
@@ -108,6 +109,12 @@ def _replay(case: Case, warns: list[str]) -> ReplaySummary:
     replay = ReplaySummary({v["verdict"]: int(v["n"]) for v in verdicts},
                            sum(int(v["leaked_tokens"] or 0) for v in verdicts), sum(int(v["n"]) for v in verdicts),
                            sum(int(v["fixed_rejected"] or 0) for v in verdicts))
+    has_basis = "build_basis" in case.columns("replay_results")
+    if has_basis:
+        reasons = rows(case, "replay_reasons")
+        replay.reasons = [(r["verdict"], r["reason"], int(r["n"])) for r in reasons if r["verdict"] == "inconclusive"]
+        replay.assumed_builds = sum(int(r["n"]) for r in reasons
+                                    if r["verdict"] != "inconclusive" and r["build_basis"] == "assumed")
     if not case.has("replay_exposure"):
         warns.append("replay ran but wrote no replay_exposure table: no source-account notices")
         return replay
@@ -130,6 +137,19 @@ def _traffic_gap(case: Case, facts: Facts, search_from, minutes: float) -> Traff
     return TrafficGap(g["before_id"], utc(g["before_ts"]), evidence(g["before_file"], g["before_line"], home(case)),
                       g["after_id"], utc(g["after_ts"]), evidence(g["after_file"], g["after_line"], home(case)),
                       float(g["gap_s"]))
+
+
+def _story(case: Case, facts: Facts, counts: Counts):
+    """The engine, the defect and what the logs show, for the wording of every document (kvir.report.story)."""
+    e = rows(case, "evidence_facts")[0]
+    starts = rows(case, "start_facts") if case.has("node_configs") else []
+    small = [r for r in starts if r["small_pool"]]
+    first = evidence(small[0]["evidence_file"], small[0]["evidence_line"], home(case)) if small else ""
+    ev = Evidence(int(e["pd_responses"] or 0), int(e["placeholder_responses"] or 0), case.has("node_configs"),
+                  len(small), sum(1 for r in small if r["refused"]), first)
+    defect, why = defect_for(read_disclosure(case, "defect"), starts)
+    choice = EngineChoice(ENGINES[facts.engine], facts.engine_source)
+    return make_story(choice, facts.trigger, defect, why, ev)
 
 
 def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentModel:
@@ -165,11 +185,17 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
     by_hour = [(utc(r["hour"]), int(r["n"])) for r in rows(case, "affected_by_hour")]
     gap = _traffic_gap(case, facts, disclosure.awareness_time or facts.window_start, disclosure.traffic_gap_minutes)
 
+    story = _story(case, facts, counts)
+    if story.no_advisory:
+        warns.append(story.no_advisory)
+    models_note = ((case.manifest.get("triage") or {}).get("summary") or {}).get("models_seen", {}).get("note", "")
+    if models_note:
+        warns.append("models: " + models_note)
     model = IncidentModel(
         facts=facts, counts=counts, accounts=accounts, nodes=nodes, node_fixes=node_fixes, findings=findings,
-        indicators=indicators, replay=replay, stages=stages, disclosure=disclosure, histogram=hist,
+        indicators=indicators, replay=replay, stages=stages, disclosure=disclosure, story=story, histogram=hist,
         by_hour=by_hour, traffic_gap=gap, traffic_gap_query="queries/report/traffic_gap.sql",
-        warnings=warns, case_path=home(case).name, case_inputs=list(case.manifest.get("inputs") or []),
+        warnings=warns, models_note=models_note, case_path=home(case).name, case_inputs=list(case.manifest.get("inputs") or []),
     )
     model.timeline = build_timeline(case, model)
     model.queries = list(case.log.entries[logged:])

@@ -1,11 +1,9 @@
 """The [disclosure] keys of incident.toml: who publishes, whom to credit, what to cite, regulatory dates.
 
 Every key is optional. A key that is missing and that a document needs is shown in that document as
-a visible placeholder and listed in reports/index.html, never guessed. The engine defaults describe
-the reference incident's engine bug, the class of bug kvir is built for. The fixed version comes from the
-build table (kvir.rules.builds: the first published build whose code never transfers the over-long stub)
-unless the spec sets `fixed_version`; the documents then quote the code's evidence and the provider's
-public statement wherever those differ from the version they use.
+a visible placeholder and listed in reports/index.html, never guessed. Nothing here describes an engine:
+the engine defect is [defect]'s (kvir.report.defect), or a defect kvir's build table matches on the
+evidence, or nothing.
 """
 from __future__ import annotations
 
@@ -15,7 +13,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from kvir.core.errors import KvirError
-from kvir.rules.builds import TABLE as BUILDS
 from kvir.spec.model import parse_utc
 
 UTC = dt.timezone.utc
@@ -23,14 +20,6 @@ PLACEHOLDER_NAMESPACE = "https://example.invalid"
 NIL_ORG_ID = "00000000-0000-4000-8000-000000000000"
 TLP_LABELS = ("WHITE", "GREEN", "AMBER", "RED")
 CSAF_STATUSES = ("draft", "interim", "final")
-# CWE ids kvir may cite, with their catalogue names (CSAF mandatory test 6.1.11 checks the name).
-CWE_NAMES = {
-    "CWE-488": "Exposure of Data Element to Wrong Session",
-    "CWE-226": "Sensitive Information in Resource Not Removed Before Reuse",
-    "CWE-200": "Exposure of Sensitive Information to an Unauthorized Actor",
-    "CWE-362": "Concurrent Execution using Shared Resource with Improper Synchronization ('Race Condition')",
-}
-
 # key -> what it is (documented in spec.TEMPLATE and tested to match)
 KEYS: dict[str, str] = {
     "provider": "the inference provider: publisher of the reports, processor in the notices",
@@ -45,18 +34,10 @@ KEYS: dict[str, str] = {
     "delay_reason": "why the Art. 33 notification came after 72 hours",
     "lead_supervisory_authority": "the lead supervisory authority (GDPR Art. 56)",
     "gdpr_role": "processor (default: API customers are the controllers) or controller",
-    "engine": "the engine package (PyPI name)",
-    "engine_vendor": "the engine's maintainers",
-    "engine_repo": "the engine's source repository URL",
-    "introduced_version": "first affected engine version (0 = all)",
-    "fixed_version": "first fixed engine version used in the documents (default: the build table's, from the code)",
-    "fixed_release_date": "release date of the fixed version",
-    "upstream_issue": "URL of the upstream issue or fix",
     "advisory_id": "id of the advisory (default: the incident id)",
     "cve_id": "CVE id, once assigned",
     "ghsa_id": "GitHub security advisory id, once assigned",
     "cna_org_id": "the CNA's organisation UUID (CVE providerMetadata.orgId)",
-    "cwe": "CWE id of the engine bug (CWE-488 by default)",
     "tlp": "TLP label of the CSAF documents: WHITE, GREEN, AMBER (default) or RED",
     "csaf_status": "CSAF tracking status: draft (default), interim or final",
     "public_report_url": "where the public incident report is published",
@@ -69,7 +50,6 @@ KEYS: dict[str, str] = {
     "timeline_tolerance_minutes": "largest hand-vs-data difference not shown as a conflict (default 5)",
     "data_exposed": "list: categories of data that were exposed",
     "data_not_exposed": "list: categories of data that were not exposed",
-    "workaround": "workaround text for the advisory",
     "action_items": "list of tables {title, type, owner, bug} for the post-mortem",
     "went_well": "list: post-mortem lessons, what went well",
     "went_wrong": "list: post-mortem lessons, what went wrong",
@@ -108,19 +88,10 @@ class Disclosure:
     delay_reason: str = ""
     lead_supervisory_authority: str = ""
     gdpr_role: str = "processor"
-    engine: str = "sglang"
-    engine_vendor: str = "sgl-project"
-    engine_repo: str = "https://github.com/sgl-project/sglang"
-    introduced_version: str = "0"
-    fixed_version: str = BUILDS.first_fixed
-    fixed_version_from_spec: bool = False
-    fixed_release_date: dt.date | None = None
-    upstream_issue: str = ""
     advisory_id: str = ""
     cve_id: str = ""
     ghsa_id: str = ""
     cna_org_id: str = ""
-    cwe: str = "CWE-488"
     tlp: str = "AMBER"
     csaf_status: str = "draft"
     public_report_url: str = ""
@@ -132,42 +103,12 @@ class Disclosure:
     timeline_tolerance_minutes: float = 5.0
     data_exposed: tuple[str, ...] = tuple(DEFAULT_EXPOSED)
     data_not_exposed: tuple[str, ...] = tuple(DEFAULT_NOT_EXPOSED)
-    workaround: str = ""
     action_items: tuple[ActionItem, ...] = ()
     went_well: tuple[str, ...] = ()
     went_wrong: tuple[str, ...] = ()
     lucky: tuple[str, ...] = ()
     unknown_keys: tuple[str, ...] = ()
     missing: tuple[str, ...] = field(default=())
-
-    @property
-    def cwe_name(self) -> str:
-        return CWE_NAMES[self.cwe]
-
-    @property
-    def fixed_evidence(self) -> str:
-        """What the published wheels' code shows about the fix (sglang only; '' for another engine)."""
-        if self.engine != "sglang":
-            return ""
-        t = BUILDS
-        retire, door = t.over_long(t.first_fixed), t.over_long(t.first_door_reject)
-        return (f"In the published sglang wheels, {t.first_fixed} is the first build that never transfers the "
-                f"over-long request ({retire.summary}; {retire.evidence.file}: {retire.evidence.function}) and "
-                f"{t.first_door_reject} the first that rejects it at the bootstrap door ({door.evidence.function}); "
-                f"every build up to {t.read[t.read.index(t.first_fixed) - 1]} transfers it.")
-
-    @property
-    def fixed_note(self) -> str:
-        """Both sources of the fixed version where they differ from the one used here ('' when they agree)."""
-        if self.engine != "sglang":
-            return ""
-        code, said = BUILDS.first_fixed, BUILDS.provider_fixed
-        if self.fixed_version == code == said:
-            return ""
-        used = (f"This document uses {self.fixed_version}, set in the incident spec. " if self.fixed_version_from_spec
-                else f"This document uses {self.fixed_version}, the first fixed build in the code. ")
-        return (used + self.fixed_evidence + f" The provider's public statement says {said} or later "
-                f"({BUILDS.provider_source}).")
 
     @property
     def cvss(self):
@@ -211,11 +152,6 @@ def parse_disclosure(raw: dict[str, Any], incident_id: str) -> Disclosure:
             continue
         if k in _DATETIMES:
             kw[k] = parse_utc(v, lambda m, k=k: err(k, m))
-        elif k == "fixed_release_date":
-            try:
-                kw[k] = dt.date.fromisoformat(str(v)[:10])
-            except ValueError:
-                raise err(k, f"expected a date like 2026-10-19, got {v!r}") from None
         elif k in _LISTS:
             if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
                 raise err(k, "expected a list of strings")
@@ -238,8 +174,6 @@ def parse_disclosure(raw: dict[str, Any], incident_id: str) -> Disclosure:
         raise err("tlp", f"expected one of {', '.join(TLP_LABELS)}")
     if d.csaf_status not in CSAF_STATUSES:
         raise err("csaf_status", f"expected one of {', '.join(CSAF_STATUSES)}")
-    if d.cwe not in CWE_NAMES:
-        raise err("cwe", f"expected one of {', '.join(CWE_NAMES)}")
     if d.gdpr_role not in ("processor", "controller"):
         raise err("gdpr_role", "expected processor or controller")
     if d.provider_namespace and not re.match(r"^https?://[^\s/]+", d.provider_namespace):
@@ -247,7 +181,7 @@ def parse_disclosure(raw: dict[str, Any], incident_id: str) -> Disclosure:
     if d.cna_org_id and not re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}",
                                          d.cna_org_id):
         raise err("cna_org_id", "expected a version-4 UUID (the CVE schema requires one)")
-    for k in ("public_report_url", "advisory_url", "upstream_issue", "engine_repo"):
+    for k in ("public_report_url", "advisory_url"):
         if getattr(d, k) and not re.match(r"^https?://\S+$", getattr(d, k)):
             raise err(k, "expected an http(s) URL")
     if d.csaf_base_url and not re.match(r"^https://[^\s/]+(/\S*)?$", d.csaf_base_url):
@@ -263,5 +197,4 @@ def parse_disclosure(raw: dict[str, Any], incident_id: str) -> Disclosure:
     missing = tuple(k for k in NEEDED if not getattr(d, k))
     from dataclasses import replace
 
-    return replace(d, advisory_id=d.advisory_id or incident_id, unknown_keys=unknown, missing=missing,
-                   fixed_version_from_spec="fixed_version" in raw)
+    return replace(d, advisory_id=d.advisory_id or incident_id, unknown_keys=unknown, missing=missing)

@@ -76,81 +76,78 @@ class MachineValues:
 
 
 def machine_values(m: IncidentModel) -> MachineValues:
-    d, f, c = m.disclosure, m.facts, m.counts
+    """The values of every machine document; the engine advisory's (title, ranges, purls, remediation) only
+    from the case's defect (declared or matched by the build table: kvir.report.defect), else empty."""
+    d, f, c, st = m.disclosure, m.facts, m.counts, m.story
+    x = m.defect
     now = iso(m.generated_at)
-    engine = d.engine
-    intro = d.introduced_version
-    range_text = f"< {d.fixed_version}" if intro == "0" else f">= {intro}, < {d.fixed_version}"
-    vers = f"vers:pypi/<{d.fixed_version}" if intro == "0" else f"vers:pypi/>={intro}|<{d.fixed_version}"
-    summary = (f"In {engine} before {d.fixed_version}, a request whose prompt does not fit the prefill KV cache pool "
-               "(possible whenever the configured context length exceeds the pool) is replaced by a one-token "
-               "placeholder instead of being aborted. With prefill/decode disaggregation the decode side then reads "
-               "KV cache pages that were never written for the request and hold another request's data, and the "
-               "client receives HTTP 200 with a response derived from that data instead of HTTP 400.")
-    pre = ("The context length is larger than the KV pool on a prefill node, and a prompt reaches the engine's "
-           f"limit {f.rule_formula} tokens.")
     window = span(c.first_affected, c.last_affected)      # "A and B UTC", after "between"
-    details = (f"Found in incident {f.id} at {d.provider_name}: {c.affected} responses of {f.model} between {window} "
-               f"were affected; context {f.context_tokens} tokens, prefill KV pool {f.pool_tokens} tokens.")
+    labelled = (f" and {c.labelled_accounts} account(s) incident.toml labels ({c.affected_labelled} responses)"
+                if c.labelled_accounts else "")
     inc_summary = (f"Between {window}, {c.affected} responses of {f.model} to prompts of "
-                   f"{f.condition} may have contained text derived from other requests' KV-cache data. They "
-                   f"went to {c.affected_accounts} accounts: {c.customer_accounts} customer accounts "
-                   f"({c.affected_customer} responses) and {c.labelled_accounts} labelled test accounts of the "
-                   f"reporting researcher and the provider ({c.affected_labelled} responses). Investigated window: "
+                   f"{f.condition} may have contained text derived from other requests' KV-cache data (rule "
+                   f"{f.rule_text}). They went to {c.affected_accounts} accounts: {c.customer_accounts} customer "
+                   f"accounts ({c.affected_customer} responses){labelled}. Investigated window: "
                    f"{minute(f.window_start)} to {minute(f.window_end)}.")
-    root = (f"Configuration: context length {f.context_tokens} tokens with a prefill KV pool of {f.pool_tokens} "
-            f"tokens. Engine bug: {summary}")
     data_text = ("Exposed: " + "; ".join(d.data_exposed) + ". Not exposed: " + "; ".join(d.data_not_exposed) + ".")
-    fixed = [x for x in m.node_fixes if x.fixed_at]
+    fixed = [n for n in m.node_fixes if n.fixed_at]
     remediation = (f"{len(fixed)} node(s) restarted with a KV pool that holds the whole context, the last at "
-                   f"{iso(max(x.fixed_at for x in fixed))}. " if fixed else "")
-    remediation += (f"Engine fixed upstream in {engine} {d.fixed_version}. " + (d.fixed_note + " " if d.fixed_note else "")
-                    + "Every affected customer is notified individually (GDPR Art. 33(2)).")
-    workaround = d.workaround or (
-        "Set --context-length no larger than the KV pool (max_total_num_tokens in the start-up log) on every prefill "
-        "and decode node, and check it after any change of weights, quantisation, parallelism or memory settings; "
-        "enable --disaggregation-enable-kv-checksum and --kv-canary; do not rely on proxy limits.")
-    reporter = d.reporter or "the reporting security researcher"
+                   f"{iso(max(n.fixed_at for n in fixed))} (start-up logs). " if fixed else "")
+    remediation += st.engine_fix + " Every affected customer is notified individually (GDPR Art. 33(2))."
+    reporter = d.reporter or "[reporter: set [disclosure] reporter]"
     aliases = [a for a in (d.cve_id, d.ghsa_id) if a]
+    published = iso(d.published_at) if d.published_at else now
+    common = dict(now=now, published=published, kvir_version=__version__,
+                  publisher_name=d.provider_name if d.provider else "[provider]", reporter=reporter,
+                  ack_summary="reported the issue" + (f" through {d.reporter_channel}" if d.reporter_channel else ""),
+                  distribution_text=f"TLP:{d.tlp}. Draft rendered by kvir; review before distribution."
+                  if d.csaf_status == "draft" else f"TLP:{d.tlp}.",
+                  incident_tracking_id=d.advisory_id, incident_summary=inc_summary,
+                  root_cause=st.what_happened, data_text=data_text, remediation=remediation,
+                  incident_csaf_url=csaf_url(d.csaf_base_url, published, d.advisory_id),
+                  public_report_url=d.public_report_url or f"{d.namespace.rstrip('/')}/security/{d.advisory_id.lower()}",
+                  aliases=aliases, cvss=d.cvss.as_json() if d.cvss_v3 else None)
+    if x is None:
+        return MachineValues(**common, advisory_title="", advisory_tracking_id="", engine_summary="", preconditions="",
+                             incident_details="", impact="", vendor_fix="", workaround="", coordination_summary="",
+                             vers_range="", range_text="", fixed_purl="", package_purl="", advisory_csaf_url="",
+                             involvement_date="", fixed_release_datetime="", osv_id="", pypi_name="", cve_timeline=[])
+    intro = x.introduced_version
+    range_text = f"< {x.fixed_version}" if intro == "0" else f">= {intro}, < {x.fixed_version}"
+    vers = f"vers:pypi/<{x.fixed_version}" if intro == "0" else f"vers:pypi/>={intro}|<{x.fixed_version}"
+    engine_summary = f"{x.description} (Source: {x.how}.)" + (f" {x.code_note}" if x.code_note else "")
+    pre = (f"Prompts of {f.condition} on a deployment whose KV pool is smaller than its context length; "
+           f"{st.engine.engine.limit_text(f.context_tokens, f.pool_tokens) if st.engine.engine.known else 'the engine is not identified'}.")
+    details = (f"Found in incident {f.id} at {d.provider_name}: {c.affected} responses of {f.model} between {window} "
+               f"were affected; incident.toml gives a context of {f.context_tokens} tokens and a KV pool of "
+               f"{f.pool_tokens} tokens.")
     timeline = []
     if d.reported_at:
         timeline.append({"time": iso(d.reported_at), "lang": "en",
                          "value": "Reported" + (f" via {d.reporter_channel}" if d.reporter_channel else "")})
     for e in m.public_timeline:
         timeline.append({"time": e.iso, "lang": "en", "value": e.title})
-    if d.fixed_release_date:
-        timeline.append({"time": f"{d.fixed_release_date.isoformat()}T00:00:00Z", "lang": "en",
-                         "value": f"{engine} {d.fixed_version} released"})
+    if x.fixed_release_date:
+        timeline.append({"time": f"{x.fixed_release_date.isoformat()}T00:00:00Z", "lang": "en",
+                         "value": f"{x.package} {x.fixed_version} released"})
     timeline.sort(key=lambda t: t["time"])
-    published = iso(d.published_at) if d.published_at else now
-    fixed_release = f"{d.fixed_release_date.isoformat()}T00:00:00Z" if d.fixed_release_date else ""
-    advisory_id = f"{d.advisory_id}-{pypi_name(engine)}"
+    fixed_release = f"{x.fixed_release_date.isoformat()}T00:00:00Z" if x.fixed_release_date else ""
+    advisory_id = f"{d.advisory_id}-{pypi_name(x.package)}"
+    workaround = x.workaround or (
+        f"Keep the context length no larger than the KV pool on every node (compare them in each start-up log after "
+        f"any change of weights, quantisation, parallelism or memory settings); do not rely on proxy limits.")
     return MachineValues(
-        now=now, published=published, kvir_version=__version__, publisher_name=d.provider_name if d.provider else "[provider]",
-        reporter=reporter,
-        ack_summary="reported the issue" + (f" through {d.reporter_channel}" if d.reporter_channel else ""),
-        distribution_text=f"TLP:{d.tlp}. Draft rendered by kvir; review before distribution." if d.csaf_status == "draft"
-        else f"TLP:{d.tlp}.",
-        advisory_title=f"{engine}: a prompt that does not fit the KV pool is served from another request's KV cache",
-        advisory_tracking_id=advisory_id, incident_tracking_id=d.advisory_id,
-        engine_summary=summary + (" " + d.fixed_note if d.fixed_note else ""), preconditions=pre, incident_details=details, incident_summary=inc_summary,
-        root_cause=root, data_text=data_text, remediation=remediation,
+        **common, advisory_title=x.title, advisory_tracking_id=advisory_id, engine_summary=engine_summary,
+        preconditions=pre, incident_details=details,
         impact="Cross-request (cross-tenant) disclosure of KV-cache contents: text derived from other users' prompts "
                "and completions.",
-        vendor_fix=f"Upgrade {engine} to {d.fixed_version} or later: rejected requests are ended before KV transfer and "
-                   "allocation and the client gets HTTP 400." + (" " + d.fixed_note if d.fixed_note else ""),
+        vendor_fix=f"Upgrade {x.package} to {x.fixed_version} or later." + (f" {x.code_note}" if x.code_note else ""),
         workaround=workaround,
-        coordination_summary=f"{d.provider_name} coordinated the disclosure with the {engine} maintainers.",
-        vers_range=vers, range_text=range_text, fixed_purl=f"pkg:pypi/{pypi_name(engine)}@{d.fixed_version}",
-        package_purl=f"pkg:pypi/{pypi_name(engine)}",   # a range has no single version: the purl names the package
+        coordination_summary=f"{d.provider_name} coordinated the disclosure with the {x.package} maintainers.",
+        vers_range=vers, range_text=range_text, fixed_purl=f"pkg:pypi/{pypi_name(x.package)}@{x.fixed_version}",
+        package_purl=f"pkg:pypi/{pypi_name(x.package)}",   # a range has no single version: the purl names the package
         advisory_csaf_url=csaf_url(d.csaf_base_url, published, advisory_id),
-        incident_csaf_url=csaf_url(d.csaf_base_url, published, d.advisory_id),
-        cvss=d.cvss.as_json() if d.cvss_v3 else None,
         # the coordination is complete as of the fix release, else as of this document
-        involvement_date=fixed_release or published,
-        fixed_release_datetime=fixed_release,
-        public_report_url=d.public_report_url or f"{d.namespace.rstrip('/')}/security/{d.advisory_id.lower()}",
-        osv_id=f"x_{d.advisory_id}", aliases=aliases, pypi_name=pypi_name(engine), cve_timeline=timeline,
+        involvement_date=fixed_release or published, fixed_release_datetime=fixed_release,
+        osv_id=f"x_{d.advisory_id}", pypi_name=pypi_name(x.package), cve_timeline=timeline,
     )
-
-

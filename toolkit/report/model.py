@@ -13,11 +13,18 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvir.report.defect import Defect
 from kvir.report.disclosure import Disclosure
 from kvir.report.records import (AccountExposure, Finding, HistogramBin, Indicator, NodeExposure, NodeFix,
                                  ReplaySummary, Stage, TimelineEvent, TrafficGap)
+from kvir.report.story import Story
 from kvir.report.times import UTC
-from kvir.rules.trigger import FORMULA, Trigger
+from kvir.rules.engines import ENGINES
+from kvir.rules.trigger import Trigger
+from kvir.triage.summary import COUNT_COLUMNS, TriageSummary
+
+Counts = TriageSummary        # the headline counts are the triage's own typed summary
+__all__ = ["COUNT_COLUMNS", "Counts", "Facts", "IncidentModel"]
 
 
 @dataclass(frozen=True)
@@ -30,8 +37,8 @@ class Facts:
     pool_tokens: int
     context_tokens: int
     rule: str
-    rule_text: str
-    other_rule_text: str
+    engine: str                     # the serving engine triage recorded (kvir.rules.engines), 'unknown' if none
+    engine_source: str              # how it is known
     spec_path: str
     awareness_time: dt.datetime | None
 
@@ -41,10 +48,27 @@ class Facts:
 
     @property
     def trigger(self) -> Trigger:
-        return Trigger(self.pool_tokens, self.context_tokens, self.rule)
+        """The stored rule (the case's incident table): every rule text in the documents comes from it."""
+        return Trigger(self.pool_tokens, self.context_tokens, self.rule, self.engine)
 
     @property
-    def engine_limit(self) -> int:
+    def rule_text(self) -> str:
+        return self.trigger.describe()
+
+    @property
+    def other_rule_text(self) -> str:
+        return self.trigger.describe(self.trigger.other_rule)
+
+    @property
+    def other_rule_available(self) -> bool:
+        return self.trigger.available(self.trigger.other_rule)
+
+    @property
+    def engine_label(self) -> str:
+        return ENGINES[self.engine].label
+
+    @property
+    def engine_limit(self) -> int | None:
         return self.trigger.engine_limit
 
     @property
@@ -56,50 +80,6 @@ class Facts:
     def complement(self) -> str:
         """What every prompt the rule did not count had ('681,280 tokens or fewer')."""
         return self.trigger.complement()
-
-    @property
-    def rule_formula(self) -> str:
-        return FORMULA
-
-
-# the columns of the case table triage_summary (queries/triage/summary.sql) that the documents state
-COUNT_COLUMNS = ("requests_total", "in_scope", "affected", "affected_accounts", "customer_accounts",
-                 "labelled_accounts", "affected_customer", "affected_labelled", "affected_unknown_account",
-                 "excluded", "rejected", "failed", "aborted", "undecidable", "other_rule_adds", "other_rule_drops",
-                 "affected_with_conflicts", "first_affected", "last_affected", "prefill_nodes", "decode_nodes")
-
-
-@dataclass(frozen=True)
-class Counts:
-    """The headline counts, as `kvir triage` printed them (queries/triage/summary.sql, table triage_summary)."""
-
-    requests_total: int
-    in_scope: int | None            # None: not counted (columnar input read in place)
-    affected: int
-    affected_accounts: int          # distinct known accounts: customers + labelled accounts
-    customer_accounts: int          # affected accounts that incident.toml does not label
-    labelled_accounts: int          # the reporting researcher's, the provider's own test accounts
-    affected_customer: int          # responses to customer accounts
-    affected_labelled: int          # responses to labelled accounts
-    affected_unknown_account: int   # responses whose account is unknown (engine logs only)
-    excluded: int
-    rejected: int
-    failed: int
-    aborted: int
-    undecidable: int
-    other_rule_adds: int
-    other_rule_drops: int
-    affected_with_conflicts: int
-    first_affected: dt.datetime | None
-    last_affected: dt.datetime | None
-    prefill_nodes: int
-    decode_nodes: int
-    query: str = "queries/triage/summary.sql"
-
-    @property
-    def per_million(self) -> float | None:
-        """Affected responses per million requests to the model in the window."""
-        return self.affected / self.in_scope * 1e6 if self.in_scope else None
 
 
 @dataclass
@@ -114,6 +94,7 @@ class IncidentModel:
     replay: ReplaySummary | None
     stages: list[Stage]
     disclosure: Disclosure
+    story: Story
     histogram: list[HistogramBin]
     by_hour: list[tuple[dt.datetime, int]]
     traffic_gap: TrafficGap | None
@@ -121,6 +102,7 @@ class IncidentModel:
     timeline: list[TimelineEvent] = field(default_factory=list)
     queries: list[dict[str, Any]] = field(default_factory=list)   # QueryLog entries of the report's queries
     warnings: list[str] = field(default_factory=list)
+    models_note: str = ""           # triage's note on model names the spec missed (kvir.triage.models)
     case_path: str = ""
     case_inputs: list[dict[str, Any]] = field(default_factory=list)
     generated_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(UTC).replace(microsecond=0))
@@ -146,6 +128,10 @@ class IncidentModel:
     @property
     def prefill_nodes(self) -> list[NodeExposure]:
         return [n for n in self.nodes if n.role == "prefill"]
+
+    @property
+    def defect(self) -> Defect | None:
+        return self.story.defect
 
     @property
     def public_timeline(self) -> list[TimelineEvent]:

@@ -129,13 +129,42 @@ class Stage:
 class ReplaySummary:
     verdicts: dict[str, int]
     leaked_tokens: int
-    replayed: int
+    replayed: int                   # affected responses the replay took up (conclusive or not)
     fixed_rejected: int             # rejected (4xx) by the first fixed build (replay_results.first_fixed)
     sources: list[SourceExposure] = field(default_factory=list)
+    reasons: list[tuple[str, str, int]] = field(default_factory=list)   # (verdict, reason, n) of inconclusive rows
+    assumed_builds: int = 0         # conclusive replays whose build the evidence does not name
 
     @property
     def exposed(self) -> int:
         return self.verdicts.get("exposed", 0)
+
+    @property
+    def inconclusive(self) -> int:
+        return self.verdicts.get("inconclusive", 0)
+
+    @property
+    def ran(self) -> int:
+        """Replays that reached a verdict (everything but inconclusive)."""
+        return self.replayed - self.inconclusive
+
+    @property
+    def inconclusive_reasons(self) -> list[str]:
+        return [f"{n} × {reason}" for v, reason, n in self.reasons if v == "inconclusive"]
+
+    @property
+    def sentence(self) -> str:
+        """What the replay established, never calling an inconclusive replay 'not reproduced'."""
+        out = []
+        if self.ran:
+            out.append(f"Our replay of {self.ran:,} affected request(s) on a model of the serving path reproduced the "
+                       f"exposure for {self.exposed:,} of them"
+                       + (f" (for {self.assumed_builds:,} the build was assumed, not named by the evidence)"
+                          if self.assumed_builds else "") + ".")
+        if self.inconclusive:
+            out.append(f"{self.inconclusive:,} of the {self.replayed:,} could not be replayed (inconclusive: "
+                       + "; ".join(self.inconclusive_reasons) + ").")
+        return " ".join(out) or "No affected request was replayed."
 
 
 @dataclass(frozen=True)

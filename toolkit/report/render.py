@@ -13,7 +13,7 @@ from typing import Any
 from kvir.case.spec_tables import ensure_spec_facts
 from kvir.case.store import Case
 from kvir.core.errors import KvirError
-from kvir.report.artifacts import ARTIFACTS, FORMATS, INDEX_TEMPLATES, Artifact
+from kvir.report.artifacts import ARTIFACTS, FORMATS, INDEX_TEMPLATES, Artifact, kind
 from kvir.report.build import build_model
 from kvir.report.manifest import carry_over, carry_validations, link_groups, write_manifest
 from kvir.report.model import IncidentModel
@@ -21,7 +21,6 @@ from kvir.report.renderer import Renderer
 from kvir.report.timeline import store_timeline
 from kvir.report.validate import Validation
 
-MACHINE = ("csaf", "osv", "cve")      # rendered first: the advisory lists their validation
 
 
 @dataclass
@@ -91,17 +90,20 @@ def _report(case: Case, chosen: list[str], fmt: str, spec: str | Path | None, te
     out.mkdir(parents=True, exist_ok=True)
     figs = {f.name: f for f in all_figures(model)}
     r = Renderer(model, out, fmt, figs, template_loader)
-    for name in chosen:
-        if name in MACHINE:
-            getattr(r, name)()
+    kinds = [kind(n) for n in chosen]
+    left_out = [k.name for k in kinds if k.engine_advisory and model.defect is None]
+    kinds = [k for k in kinds if k.name not in left_out]
+    for k in kinds:                   # machine documents first: the advisory lists their validation
+        if k.machine:
+            getattr(r, k.method)()
     validations = carry_validations(out, r.validations)
-    docs: list[dict[str, Any]] = [{"title": v.standard, "path": v.document, "valid": v.valid,
-                                   "validator": v.validator} for v in validations]
-    for name in chosen:
-        if name == "advisory":
-            r.advisory(docs)
-        elif name not in MACHINE:
-            getattr(r, name.replace("-", "_"))()
+    r.docs = [{"title": v.standard, "path": v.document, "valid": v.valid, "validator": v.validator}
+              for v in validations]
+    for k in kinds:
+        if not k.machine:
+            getattr(r, k.method)()
+    if left_out:
+        model.warnings.append(f"not rendered: {', '.join(left_out)} (" + model.story.no_advisory + ")")
     for v in r.validations:
         if v.valid is False:
             model.warnings.append(f"{v.document} FAILED validation ({v.validator}): {len(v.errors)} error(s), "

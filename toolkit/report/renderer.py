@@ -32,6 +32,7 @@ class Renderer:
         self.css = css()
         self.artifacts: list[Artifact] = []
         self.validations: list[Validation] = []
+        self.docs: list[dict[str, Any]] = []      # the machine documents written, for the advisory's list
         self.gen_at = iso(model.generated_at)
         self._x: MachineValues | None = None
 
@@ -153,23 +154,25 @@ class Renderer:
         self.validations.append(check.for_document(rel, standard))
 
     def csaf(self) -> None:
-        self.machine("csaf", "csaf_advisory.json.j2", "csaf/" + csaf_filename(self.x.advisory_tracking_id),
-                     "CSAF 2.0 security advisory (engine bug)", "CSAF 2.0 csaf_security_advisory")
+        if self.m.defect is not None:
+            self.machine("csaf", "csaf_advisory.json.j2", "csaf/" + csaf_filename(self.x.advisory_tracking_id),
+                         "CSAF 2.0 security advisory (engine defect)", "CSAF 2.0 csaf_security_advisory")
         self.machine("csaf", "csaf_incident.json.j2", "csaf/" + csaf_filename(self.x.incident_tracking_id),
                      "CSAF 2.0 incident response (provider incident)", "CSAF 2.0 csaf_security_incident_response")
 
     def osv(self) -> None:
         self.machine("osv", "osv.json.j2", f"osv/{re.sub(r'[^A-Za-z0-9._-]+', '_', self.x.osv_id)}.json",
-                     "OSV record (engine bug)", "OSV 1.7")
+                     "OSV record (engine defect)", "OSV 1.7")
 
     def cve(self) -> None:
-        self.machine("cve", "cve_cna.json.j2", "cve/cna_container.json", "CVE 5.1 CNA container draft (engine bug)",
+        self.machine("cve", "cve_cna.json.j2", "cve/cna_container.json", "CVE 5.1 CNA container draft (engine defect)",
                      "CVE 5.1 cnaPublishedContainer")
 
-    def advisory(self, docs: list[dict[str, Any]]) -> None:
+    def advisory(self) -> None:
+        assert self.m.defect is not None
         self.prose("advisory.md.j2", "advisory", DISCLOSURE,
-                   f"Security advisory: {self.m.disclosure.engine} KV-cache exposure", "Coordinated-disclosure advisory",
-                   docs=docs)
+                   f"Security advisory: {self.m.defect.package} KV-cache exposure", "Coordinated-disclosure advisory",
+                   docs=self.docs)
 
     def figures(self) -> None:
         for f in self.figs.values():

@@ -5,8 +5,14 @@ Derived events (each names its query and, where there is one, the log record beh
   test-request                     first and last request of each labelled account (report/labelled_requests)
   node-fixed / all-prefill-fixed   each node's restart onto a config whose KV pool holds the whole context,
                                    and the moment the last prefill node got there (report/node_fixes, audit)
-  model-private / model-public     the pause in customer traffic (report/traffic_gap)
+  model-private / model-public     the pause in customer traffic (report/traffic_gap): INFERRED from traffic,
+                                   category "inferred", internal; never a mitigation (a pause is not proof the
+                                   model was made private), only a check of a hand event that says so; its end
+                                   only when a customer request inside the window ends it
   runtime-indicator                first sighting of each audit runtime indicator per node (report/runtime_events)
+
+Mitigations come only from incident.toml or from a log line that shows one (a node's start-up on a pool that
+holds the context). Every derived event says what it is derived from (timestamp_desc, source, evidence).
 
 A hand event is paired with a derived event by its title (HAND_KINDS). When the two disagree by more
 than [disclosure] timeline_tolerance_minutes, or the data contradicts the hand event (customer traffic
@@ -104,18 +110,21 @@ def derived_events(case: Case, model: "IncidentModel") -> list[TimelineEvent]:
             "all-prefill-fixed", f"{len(prefill)} prefill node(s) had a KV pool smaller than the context; "
                                  f"the last to restart on the fixed config was {last.node}", "public"))
     g = model.traffic_gap
-    if g is not None:
+    if g is not None and g.before_ts <= model.facts.window_end:
         dur = _fmt_delta(g.gap_s)
+        inside = g.after_ts <= model.facts.window_end
         ev.append(TimelineEvent(
-            g.before_ts, "Model private (as seen in the traffic): last customer request before a pause of " + dur,
-            "mitigation", "gateway traffic", "data", Q.format("traffic_gap"), g.before_evidence,
-            "Request start of the last customer request before the pause", "model-private",
-            f"request {g.before_id}; no customer request for {dur} after it", "public", (g.before_id,)))
-        ev.append(TimelineEvent(
-            g.after_ts, "Model public again (as seen in the traffic): first customer request after the pause",
-            "mitigation", "gateway traffic", "data", Q.format("traffic_gap"), g.after_evidence,
-            "Request start of the first customer request after the pause", "model-public",
-            f"request {g.after_id}", "public", (g.after_id,)))
+            g.before_ts, f"Pause in customer traffic begins (inferred from the request logs: no customer request "
+                         f"for {dur} after this one)", "inferred", "request logs", "data", Q.format("traffic_gap"),
+            g.before_evidence, "Request start of the last customer request before the pause (inferred event)",
+            "model-private", f"request {g.before_id}; a pause is not proof that the model was made private",
+            "internal", (g.before_id,)))
+        if inside:
+            ev.append(TimelineEvent(
+                g.after_ts, "Pause in customer traffic ends (inferred from the request logs: first customer request "
+                            "after it)", "inferred", "request logs", "data", Q.format("traffic_gap"), g.after_evidence,
+                "Request start of the first customer request after the pause (inferred event)", "model-public",
+                f"request {g.after_id}", "internal", (g.after_id,)))
     for i in model.indicators:
         if i.first_ts is None:
             continue

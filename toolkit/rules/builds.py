@@ -127,10 +127,8 @@ class BuildTable:
         self.fewest_dump_fields: int = int(src.get("fewest_dump_fields", 0))
         self.how: str = src.get("how", "")
         self.pr_source: str = src.get("pr_source", "")
-        ps = data["provider_statement"]
-        self.provider_fixed: str = ps["fixed"]
-        self.provider_text: str = ps["text"]
-        self.provider_source: str = ps["source"]
+        self.vendor: str = src.get("vendor", "")
+        self.repo: str = src.get("repo", "")
         self.over_long_rows = tuple(_row(d) for d in data["over_long_pd"])
         self.dump_rows = tuple(_row(d) for d in data["settings_dump"])
         self.fields = {d["name"]: _row(d) for d in data["field"]}

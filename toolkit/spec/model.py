@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kvir.core.errors import SpecError
+from kvir.rules.engines import NAMES as ENGINE_NAMES
 from kvir.rules.trigger import RULES, Trigger
 
 UTC = dt.timezone.utc
@@ -74,7 +75,15 @@ class IncidentSpec:
     sources: tuple[SourceSpec, ...] = ()
     awareness_time: dt.datetime | None = None
     disclosure: dict[str, Any] = field(default_factory=dict)
+    defect: dict[str, Any] = field(default_factory=dict)      # [defect]: the engine defect, as declared
     path: Path | None = None
+
+    engine_declared: bool = False                              # [trigger] engine was set
+
+    @property
+    def engine(self) -> str | None:
+        """The engine [trigger] declares (None: let the evidence say)."""
+        return self.trigger.engine if self.engine_declared else None
 
     @property
     def base_dir(self) -> Path:
@@ -93,9 +102,12 @@ class IncidentSpec:
 
 # --------------------------------------------------------------------------------------------- parsing
 
-_TOP_KEYS = {"incident", "trigger", "accounts", "events", "sources", "disclosure"}
+_TOP_KEYS = {"incident", "trigger", "accounts", "events", "sources", "disclosure", "defect"}
 _INCIDENT_KEYS = {"id", "title", "models", "window_start", "window_end", "awareness_time"}
-_TRIGGER_KEYS = {"pool_tokens", "context_tokens", "rule"}
+_TRIGGER_KEYS = {"pool_tokens", "context_tokens", "rule", "engine"}
+# [defect]: the engine defect the responders declare (kvir.report.defect reads it; `kvir init` shows it)
+DEFECT_KEYS = {"package", "ecosystem", "vendor", "repo", "title", "description", "introduced_version",
+               "fixed_version", "fixed_release_date", "fixed_source", "references", "cwe", "workaround"}
 _ACCOUNT_KEYS = {"id", "label", "reason", "exclude"}
 _EVENT_KEYS = {"ts", "title", "actor", "category", "description", "visibility"}
 _SOURCE_KEYS = {"path", "format", "source_tz", "served_model", "node", "role", "year", "columns"}
@@ -131,7 +143,7 @@ def parse_spec(data: dict[str, Any], path: Path | None = None) -> IncidentSpec:
     if isinstance(models, str):
         models = [models]
     if not isinstance(models, list) or not models or not all(isinstance(m, str) and m.strip() for m in models):
-        raise err("incident.models", 'expected a non-empty list of model names, e.g. ["@cf/zai-org/glm-5.3", "zai-org/GLM-5.3"]')
+        raise err("incident.models", 'expected a non-empty list of model names, e.g. ["my-org/my-model", "my-model"]')
     start = _utc(inc, "window_start", "incident.", err, required=True)
     end = _utc(inc, "window_end", "incident.", err, required=True)
     if end < start:
@@ -141,7 +153,10 @@ def parse_spec(data: dict[str, Any], path: Path | None = None) -> IncidentSpec:
     context = _positive_int(trig, "context_tokens", "trigger.", err)
     rule = trig.get("rule", "public")
     if rule not in RULES:
-        raise err("trigger.rule", f'expected "public" (prompt_tokens > pool) or "engine" (SGLang\'s limit), got {rule!r}')
+        raise err("trigger.rule", f'expected "public" (prompt_tokens > pool) or "engine" (the engine\'s own limit), got {rule!r}')
+    engine = trig.get("engine")
+    if engine is not None and engine not in ENGINE_NAMES:
+        raise err("trigger.engine", f"expected one of {', '.join(ENGINE_NAMES)}, got {engine!r}")
 
     accounts = tuple(_account(a, i, err) for i, a in enumerate(_array(data, "accounts", err)))
     seen: set[str] = set()
@@ -154,6 +169,14 @@ def parse_spec(data: dict[str, Any], path: Path | None = None) -> IncidentSpec:
     disclosure = data.get("disclosure", {})
     if not isinstance(disclosure, dict):
         raise err("disclosure", "expected a table")
+    moved = sorted(k for k in disclosure if k in _MOVED_TO_DEFECT)
+    if moved:
+        raise err("disclosure." + moved[0], f"the engine defect is declared in [defect] now ({_MOVED_TO_DEFECT[moved[0]]}); "
+                                            "see `kvir init`")
+    defect = data.get("defect", {})
+    if not isinstance(defect, dict):
+        raise err("defect", "expected a table")
+    _no_unknown(defect, DEFECT_KEYS, "defect.", err)
 
     return IncidentSpec(
         id=_str(inc, "id", "incident.", err, required=True),
@@ -161,14 +184,23 @@ def parse_spec(data: dict[str, Any], path: Path | None = None) -> IncidentSpec:
         models=tuple(m.strip() for m in models),
         window_start=start,
         window_end=end,
-        trigger=Trigger(pool, context, rule),
+        trigger=Trigger(pool, context, rule, engine or "unknown"),
+        engine_declared=engine is not None,
         accounts=accounts,
         events=tuple(sorted(events, key=lambda e: e.ts)),
         sources=sources,
         awareness_time=_utc(inc, "awareness_time", "incident.", err, required=False),
         disclosure=disclosure,
+        defect=defect,
         path=path,
     )
+
+
+# [disclosure] keys of earlier kvir versions that described the engine bug: now [defect] keys
+_MOVED_TO_DEFECT = {"engine": "package", "engine_vendor": "vendor", "engine_repo": "repo",
+                    "introduced_version": "introduced_version", "fixed_version": "fixed_version",
+                    "fixed_release_date": "fixed_release_date", "upstream_issue": "references", "cwe": "cwe",
+                    "workaround": "workaround"}
 
 
 def _no_unknown(table: dict, allowed: set[str], prefix: str, err) -> None:
@@ -282,107 +314,4 @@ def _source(s: dict, i: int, err) -> SourceSpec:
                       columns=dict(cols))
 
 
-TEMPLATE = '''\
-# incident.toml: the facts of one KV-cache exposure investigation (read by every kvir command).
-# Times are UTC: write them with an offset (Z). Bounds of the window are inclusive.
-
-[incident]
-id = "KVIR-2026-0001"
-title = "Cross-tenant KV cache exposure on GLM-5.3"
-models = ["@cf/zai-org/glm-5.3", "zai-org/GLM-5.3"]   # aliases of one model; matched exactly
-window_start = 2026-08-27T00:00:00Z                      # inclusive
-window_end = 2026-09-09T19:40:00Z                        # inclusive
-# awareness_time = 2026-09-09T13:22:00Z                  # starts the GDPR Art. 33 72-hour clock
-
-[trigger]
-pool_tokens = 681280        # the prefill KV pool (max_total_num_tokens) in effect
-context_tokens = 1048576    # the served context length (context_len)
-rule = "public"             # "public": prompt_tokens > pool_tokens
-                            # "engine": prompt_tokens >= min(context-1, pool-1) - 5 (SGLang's real limit)
-
-# Accounts the responders know. Labelled accounts stay in every count and are shown apart;
-# exclude = true removes them from the affected set (they are listed in excluded.csv instead).
-# [[accounts]]
-# id = "acct_researcher"
-# label = "reporting researcher"
-# reason = "bug-bounty reproduction, 2026-09-08"
-# exclude = false
-
-# Timeline events known by hand.
-# [[events]]
-# ts = 2026-09-09T13:22:00Z
-# title = "Incident declared"
-# actor = "provider"
-# category = "escalation"
-
-# What `kvir report` needs beyond the logs (all optional; a missing one shows as a placeholder).
-# [disclosure]
-# provider = "Example Inference Co."                # publisher of the reports; processor in the notices
-# provider_namespace = "https://inference.example.com"   # the provider's web address (CSAF namespace)
-# contact = "security@inference.example.com"        # security contact for customers and users
-# dpo_contact = "dpo@inference.example.com"         # GDPR Art. 33(3)(b) contact point
-# reporter = "A. Researcher"                        # credited in every public document
-# reporter_channel = "a bug-bounty platform"
-# reported_at = 2026-09-08T09:00:00Z
-# awareness_time = 2026-09-09T13:22:00Z             # defaults to [incident] awareness_time
-# notified_at = 2026-09-12T10:00:00Z                # when the supervisory authority was notified
-# delay_reason = "..."                              # required when notified_at is after awareness + 72 h
-# lead_supervisory_authority = "..."
-# gdpr_role = "processor"                           # or "controller"
-# engine = "sglang"                                 # the engine bug: PyPI package, maintainers, versions
-# engine_vendor = "sgl-project"
-# engine_repo = "https://github.com/sgl-project/sglang"
-# introduced_version = "0"                          # 0 = every version before the fix
-# fixed_version = "0.5.22"                        # default: the first build whose code never transfers the
-#                                                   # over-long stub (kvir.rules.builds: 0.5.20); set it to
-#                                                   # follow a statement instead (the documents quote both)
-# fixed_release_date = "2026-10-19"
-# upstream_issue = "https://github.com/..."
-# advisory_id = "KVIR-2026-0001"                    # default: [incident] id
-# cve_id = ""                                       # once assigned
-# ghsa_id = ""
-# cna_org_id = "..."                                # the CNA's UUID (CVE providerMetadata.orgId)
-# cwe = "CWE-488"                                   # or CWE-226, CWE-200, CWE-362
-# tlp = "AMBER"                                     # CSAF TLP label: WHITE, GREEN, AMBER, RED
-# csaf_status = "draft"                             # draft, interim, final
-# public_report_url = "https://..."
-# advisory_url = "https://..."                     # the advisory's web page
-# csaf_base_url = "https://inference.example.com/.well-known/csaf/amber/"   # https folder of your CSAF documents
-#                                                   # (canonical URL: <base>/<year>/<file name>; CSAF 6.2.11)
-# cvss_v3 = "CVSS:3.1/AV:N/AC:H/PR:L/UI:N/S:C/C:H/I:N/A:N"   # your CVSS v3.x base vector of the engine bug;
-#                                                   # kvir computes the score (CSAF, OSV, CVE)
-# published_at = 2026-10-26T00:00:00Z               # first publication of the documents (default: render time)
-# traffic_gap_minutes = 30          # a pause in customer traffic this long reads as "model private"
-# timeline_tolerance_minutes = 5    # larger hand-vs-data differences are shown as timeline conflicts
-# data_exposed = ["..."]                            # lists of strings (defaults describe KV-cache text)
-# data_not_exposed = ["..."]
-# workaround = "..."                                # advisory workaround (default: pool vs context checks)
-# went_well = ["..."]                               # post-mortem lessons
-# went_wrong = ["..."]
-# lucky = ["..."]
-# [[disclosure.action_items]]                       # post-mortem action items
-# title = "Check KV pool >= context length at every node start"
-# type = "prevent"                                  # mitigate, prevent or process
-# owner = "serving team"
-# bug = "OPS-1234"
-
-# Per-source settings for files that cannot say everything themselves. `path` is a glob relative
-# to this file; `format` is a name from `kvir formats`.
-# [[sources]]
-# path = "logs/engine/*.log"
-# format = "sglang-json"
-# source_tz = "America/Chicago"     # IANA name or fixed offset (+02:00); engine logs are host-local
-# served_model = "zai-org/GLM-5.3"  # when the file has no server_args= line
-# role = "decode"
-#
-# [[sources]]
-# path = "exports/requests.parquet"
-# format = "generic-parquet"
-# [sources.columns]                 # kvir field = column name in the file
-# request_id = "id"
-# ts = "created_at"
-# account_id = "customer"
-# model = "model"
-# prompt_tokens = "input_tokens"
-# http_status = "status"
-'''
+from kvir.spec.template import TEMPLATE  # noqa: E402  (kvir init's commented spec; re-exported)

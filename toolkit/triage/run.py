@@ -26,6 +26,8 @@ from kvir.ingest.lake import attach_local, lake_paths
 from kvir.ingest.run import IngestOptions, ingest, plan_inputs, refuse_naive_without_zone
 from kvir.core.progress import Reporter
 from kvir.spec.model import IncidentSpec, load_spec
+from kvir.triage.models import engine_of_case, model_inventory, record_engine
+from kvir.triage.summary import TriageOptions, TriageSummary
 
 TRIAGE_QUERIES = ("triage/hits", "triage/affected", "triage/excluded", "triage/accounts", "triage/nodes")
 
@@ -41,6 +43,11 @@ class TriageResult:
     @property
     def path(self) -> Path:
         return self.case.path
+
+    @property
+    def counts(self) -> TriageSummary:
+        """The headline counts, typed (the same row as `summary`)."""
+        return TriageSummary.from_row(self.summary)
 
     @property
     def affected(self):
@@ -67,18 +74,25 @@ class TriageResult:
 
 
 def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None = None, *, out: str | Path,
-           format: str = "auto", source_tz: str | None = None, served_model: str | None = None,
-           year: int | None = None, max_bad_lines: int | None = None, keep_raw: bool = False,
-           hash: str = "auto", progress: bool = False, memory_limit: str | None = None,
-           threads: int | None = None, startup: list[str | Path] | None = None,
-           inventory: str | Path | None = None, join_tolerance_s: float | None = None,
-           max_line_bytes: int | None = None, engine: str = "duckdb", spark_master: str | None = None,
-           spark_conf: dict[str, str] | None = None) -> TriageResult:
+           options: TriageOptions | None = None, **kw: Any) -> TriageResult:
     """Run a triage into the case folder `out` and return its result (see module docstring).
 
-    `engine="spark"` runs the same queries on Spark over canonical datasets (`kvir ingest` shards; local
-    folders or URIs), with `spark_master` and `spark_conf` for the session (kvir.triage.spark). The
-    DuckDB engine reads such datasets too, when every path is one."""
+    `options` (kvir.triage.summary.TriageOptions), or its fields as keywords: how inputs are read
+    (format, source_tz, served_model, year, max_line_bytes, join_tolerance_s, keep_raw, hash), start-up
+    logs that give each node's pool (startup, inventory), limits (max_bad_lines, memory_limit, threads)
+    and the query engine: `engine="spark"` runs the same queries on Spark over canonical datasets
+    (`kvir ingest` shards; local folders or URIs), with `spark_master` and `spark_conf` for the session
+    (kvir.triage.spark). The DuckDB engine reads such datasets too, when every path is one."""
+    o = options or TriageOptions.of(**kw)
+    return _triage(incident, list(paths or []), Path(out), o)
+
+
+def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: Path, o: TriageOptions) -> TriageResult:
+    format, source_tz, served_model, year, max_bad_lines, keep_raw, hash = (
+        o.format, o.source_tz, o.served_model, o.year, o.max_bad_lines, o.keep_raw, o.hash)
+    progress, memory_limit, threads, startup, inventory = o.progress, o.memory_limit, o.threads, list(o.startup), o.inventory
+    join_tolerance_s, max_line_bytes, engine, spark_master, spark_conf = (
+        o.join_tolerance_s, o.max_line_bytes, o.engine, o.spark_master, o.spark_conf)
     t0 = time.perf_counter()
     if hash not in ("auto", "full", "footer", "none"):
         raise InputError(f"--hash must be auto, full, footer or none, not {hash!r}")
@@ -115,10 +129,13 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
 
                 load_node_configs(case, list(startup), inventory=inventory, source_tz=source_tz, year=year)
                 pool_in_effect = True
-            params = spec.query_params()
-            params["rule_text"] = spec.trigger.describe()
-            params["other_rule_text"] = spec.trigger.describe(spec.trigger.other_rule)
-            params["condition_text"] = spec.trigger.condition()
+            choice = engine_of_case(case, spec)
+            trigger = spec.trigger.with_engine(choice.name)
+            record_engine(case, choice)
+            params = {**spec.query_params(), **trigger.query_params()}
+            params["rule_text"] = trigger.describe()
+            params["other_rule_text"] = trigger.describe(trigger.other_rule)
+            params["condition_text"] = trigger.condition()
             queries = ("triage/hits_pool_in_effect",) + TRIAGE_QUERIES[1:] if pool_in_effect else TRIAGE_QUERIES
             if engine == "spark":
                 from kvir.triage.spark import triage_on_spark
@@ -135,7 +152,9 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
             case.run("triage/summary", params)   # the case table triage_summary: what the reports state too
             row = case.con.execute("SELECT * FROM triage_summary").fetchall()
             cols = [d[0] for d in case.con.description]
-        summary = _summary(spec, dict(zip(cols, row[0])))
+        summary = _summary(spec, trigger, dict(zip(cols, row[0])))
+        summary["serving_engine"] = {"engine": choice.name, "source": choice.source}
+        summary["models_seen"] = model_inventory(case, spec, summary)
         summary["threshold"] = ("pool in effect per node and time (node_configs from start-up logs)"
                                 if pool_in_effect else f"one global pool: {spec.trigger.pool_tokens:,} tokens")
         if pool_in_effect:   # how many flagged requests each threshold judged (a fallback is said, not hidden)
@@ -147,8 +166,8 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
                                      case.con.execute("SELECT count(*) FROM skipped_inputs").fetchone()[0])
         summary["engine"] = engine
         summary["seconds"] = round(time.perf_counter() - t0, 3)
-        case.manifest["triage"] = {"summary": summary, "rule": spec.trigger.describe(),
-                                   "other_rule": spec.trigger.describe(spec.trigger.other_rule)}
+        case.manifest["triage"] = {"summary": summary, "rule": trigger.describe(),
+                                   "other_rule": trigger.describe(trigger.other_rule)}
         case.manifest["counts"] = {"sources": counts}
         case.manifest["timings"]["triage_s"] = summary["seconds"]
         case.manifest["outputs"] = {k: str(v.name) for k, v in outputs.items()}
@@ -184,14 +203,14 @@ def _scope_counts(case: Case, params: dict[str, Any]) -> tuple[int, int | None]:
     return int(total), None
 
 
-def _summary(spec: IncidentSpec, s: dict[str, Any]) -> dict[str, Any]:
+def _summary(spec: IncidentSpec, trigger, s: dict[str, Any]) -> dict[str, Any]:
     out = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in s.items()}
     out.update({
         "incident": spec.id,
         "models": list(spec.models),
         "window": [spec.window_start.isoformat(), spec.window_end.isoformat()],
-        "rule": spec.trigger.describe(),
-        "other_rule": spec.trigger.describe(spec.trigger.other_rule),
+        "rule": trigger.describe(),
+        "other_rule": trigger.describe(trigger.other_rule),
     })
     return out
 

@@ -77,7 +77,9 @@ def print_audit(result) -> None:
         rows = []
         for r in ne.to_dict("records"):
             until = _ts(r["exposed_until"])
-            still = until == "-" and r["state"] != "never exposed"
+            still = r["state"] != "never exposed" and not r.get("ended")
+            if r.get("ended") and until == "-":
+                until = "next start (time unknown: no zone)"
             rows.append([r["node"], r["state"], _ts(r["exposed_from"]),
                          cell("still exposed", "red") if still else until, r["pool_tokens"], r["context_len"],
                          r["ended_by"]])

@@ -23,12 +23,24 @@ def print_replay(run, *, show_text: bool = False) -> None:
         for row in r.itertuples(index=False):
             owners = list(row.foreign_owners) if hasattr(row.foreign_owners, "__len__") else []
             top = owners[0] if owners else None
-            rows.append([row.request_id, row.build + (" (ran)" if row.build_role == "incident" else ""),
+            basis = getattr(row, "build_basis", None)
+            rows.append([row.request_id, row.build + (f" ({basis})" if row.build_role == "incident" and basis else ""),
                          row.account_id, row.verdict, show(row.http_status), show(row.stage), len(owners),
                          row.leaked_tokens, top["account_id"] if top else ""])
-        stderr.print(table("responses per build ((ran): the build the response's prefill node ran)",
+        stderr.print(table("responses per build ((ran): the start-up evidence names the build the response's prefill "
+                           "node ran; (assumed): it does not, see below)",
                            ("request", "build", "account", "verdict", "HTTP", "stage", "foreign requests",
                             "foreign tokens", "top source account"), rows))
+        why = {}
+        for row in r.itertuples(index=False):
+            if row.build_role != "incident":
+                continue
+            if row.verdict == "inconclusive":
+                why.setdefault(f"inconclusive: {row.reason}", []).append(row.request_id)
+            elif getattr(row, "build_basis", None) == "assumed":
+                why.setdefault(f"build assumed: {row.build_source}", []).append(row.request_id)
+        for text, ids in why.items():
+            say(f"{len(ids)} response(s) {text} ({', '.join(ids[:3])}{' ...' if len(ids) > 3 else ''})")
         if show_text:
             for row in r.itertuples(index=False):
                 toks = row.response_tokens
