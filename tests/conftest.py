@@ -6,18 +6,9 @@ from pathlib import Path
 
 import pytest
 
-MINIMAL_SPEC = """\
-[incident]
-id = "KVIR-2026-0001"
-title = "Cross-tenant KV cache exposure on GLM-5.3"
-models = ["@cf/zai-org/glm-5.3", "zai-org/GLM-5.3"]   # aliases of one model
-window_start = 2026-08-27T00:00:00Z                      # inclusive
-window_end = 2026-09-09T19:40:00Z                        # inclusive
-[trigger]
-pool_tokens = 681280
-context_tokens = 1048576
-rule = "{rule}"                                          # or "engine"
-"""
+from kvir.sim import spec as reference
+
+MINIMAL_SPEC = reference.HEADER          # the reference incident's minimal spec, written once (kvir.sim.spec)
 
 
 def spec_text(rule: str = "public", extra: str = "") -> str:

@@ -10,6 +10,8 @@ import datetime as dt
 import json
 from pathlib import Path
 
+from kvir.sim import spec as reference
+
 UTC = dt.timezone.utc
 GW_MODEL = "@cf/zai-org/glm-5.3"
 ENGINE_MODEL = "zai-org/GLM-5.3"
@@ -58,20 +60,7 @@ EXPECTED = {
     "replay_sources": {"acct_gamma": ["r11"], "acct_alpha": ["r02"]},
 }
 
-INCIDENT_TOML = '''\
-[incident]
-id = "KVIR-2026-0001"
-title = "Cross-tenant KV cache exposure on GLM-5.3"
-models = ["@cf/zai-org/glm-5.3", "zai-org/GLM-5.3"]
-window_start = 2026-08-27T00:00:00Z
-window_end = 2026-09-09T19:40:00Z
-awareness_time = 2026-09-09T13:22:00Z
-
-[trigger]
-pool_tokens = 681280
-context_tokens = 1048576
-rule = "public"
-
+INCIDENT_TOML = reference.header() + "\n" + reference.DEFECT + "\n" + '''\
 [[accounts]]
 id = "acct_researcher"
 label = "reporting researcher"
@@ -258,6 +247,13 @@ def add_audit_rows(con) -> None:
                     {"n": node, "r": role, "ts": _ts(ts), "v": ver, "p": pool, "c": ctx,
                      "m": min(ctx - 1, pool - 1) - 5, "model": ENGINE_MODEL,
                      "f": f"engine/{node}/server.log", "l": line})
+    # the columns the audit derives per start (start order, holds_context, the build kvir placed)
+    con.execute("""CREATE OR REPLACE TABLE node_configs AS SELECT *,
+        row_number() OVER (ORDER BY node, ts) AS config_id,
+        row_number() OVER (PARTITION BY node ORDER BY ts) AS start_index,
+        pool_tokens >= context_len AS holds_context, false AS refused, version AS build,
+        'version ' || version || ' from the start-up log' AS build_evidence,
+        version < '0.5.20' AS stub_transferred FROM node_configs""")
     con.execute("""CREATE OR REPLACE TABLE findings (rule_id VARCHAR, severity VARCHAR, node VARCHAR, role VARCHAR,
         ts TIMESTAMPTZ, title VARCHAR, message VARCHAR, fix VARCHAR, evidence_file VARCHAR, evidence_line BIGINT)""")
     con.execute("INSERT INTO findings VALUES ('KVIR-A001', 'critical', 'prefill-0', 'prefill', $t, "

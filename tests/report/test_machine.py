@@ -53,11 +53,12 @@ def test_csaf_advisory_facts(rendered):
     assert v["cwe"] == {"id": "CWE-488", "name": "Exposure of Data Element to Wrong Session"}
     assert v["product_status"] == {"known_affected": ["CSAFPID-0001"], "fixed": ["CSAFPID-0002"]}
     names = json.dumps(doc["product_tree"])
-    # the spec sets no fixed_version: the build table's, the first build whose code never transfers the
-    # over-long stub (0.5.20, toolkit/rules/builds.toml), not the provider's statement (0.5.22)
-    assert "vers:pypi/<0.5.20" in names and "pkg:pypi/sglang@0.5.20" in names
+    # the spec's [defect] declares the provider's statement (0.5.22); the evidence is SGLang, so the build
+    # table's reading of the code (0.5.20 is the first build that never transfers the stub) is quoted beside it
+    assert "vers:pypi/<0.5.22" in names and "pkg:pypi/sglang@0.5.22" in names
     fix = next(r["details"] for r in v["remediations"] if r["category"] == "vendor_fix")
-    assert "0.5.20 is the first build that never transfers" in fix and "says 0.5.22 or later" in fix
+    assert "0.5.20 is the first build that never transfers" in fix
+    assert "This document uses 0.5.22, declared in incident.toml (the provider's post-incident report" in fix
     assert {r["category"] for r in v["remediations"]} == {"vendor_fix", "workaround"}
     assert doc["document"]["acknowledgments"][0]["names"] == ["A. Researcher"]
     assert list(doc) == sorted(doc)   # keys sorted (CSAF: SHOULD)
@@ -70,7 +71,7 @@ def test_csaf_incident_facts(rendered):
     summary = doc["document"]["notes"][0]["text"]
     assert "10 responses" in summary and "4 customer accounts" in summary
     assert "Between 2026-08-27 06:15 and 2026-09-09 13:55 UTC, 10 responses" in summary   # "between A and B"
-    assert "4 customer accounts (7 responses) and 2 labelled test accounts" in summary
+    assert "4 customer accounts (7 responses) and 2 account(s) incident.toml labels" in summary
 
 
 def test_csaf_validator_catches_a_broken_document(rendered):
@@ -93,8 +94,9 @@ def test_osv_official_schema_and_range(rendered, shared_schemas):
     assert osv_schema() == official          # the copy kvir ships is the official file
     aff = doc["affected"][0]
     assert aff["package"] == {"ecosystem": "PyPI", "name": "sglang", "purl": "pkg:pypi/sglang"}
-    assert aff["ranges"] == [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "0.5.20"}]}]
-    assert "The provider's public statement says 0.5.22 or later (the provider's post-incident report, 2026-10-26)" in doc["details"]
+    assert aff["ranges"] == [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "0.5.22"}]}]
+    assert "(Source: declared in incident.toml [defect].)" in doc["details"]
+    assert "0.5.20 is the first build that never transfers" in doc["details"]
     assert doc["id"] == "x_KVIR-2026-0001" and doc["credits"][0] == {"name": "A. Researcher", "type": "REPORTER"}
 
 
@@ -107,7 +109,7 @@ def test_cve_container_official_schema(rendered, shared_schemas):
     assert [e.message for e in Draft7Validator(official).iter_errors(doc)] == []
     CveRecord.validate(doc)
     v = doc["affected"][0]["versions"][0]
-    assert v == {"version": "0", "lessThan": "0.5.20", "status": "affected", "versionType": "python"}
+    assert v == {"version": "0", "lessThan": "0.5.22", "status": "affected", "versionType": "python"}
     assert doc["problemTypes"][0]["descriptions"][0]["cweId"] == "CWE-488"
     times = [t["time"] for t in doc["timeline"]]
     assert times == sorted(times) and "2026-09-08T09:00:00Z" in times
@@ -225,16 +227,21 @@ def test_the_validators_are_default_dependencies():
     assert {"csaf", "cvelib", "jsonschema"} <= plain
 
 
-def test_the_spec_overrides_the_fixed_version_and_both_sources_are_quoted():
-    from kvir.report.disclosure import parse_disclosure
+def test_the_declared_fix_and_the_code_are_both_quoted_only_for_sglang_evidence():
+    from kvir.report.defect import defect_for
 
-    d = parse_disclosure({}, "X")
-    assert (d.fixed_version, d.fixed_version_from_spec) == ("0.5.20", False)
-    assert d.fixed_note.startswith("This document uses 0.5.20, the first fixed build in the code.")
-    assert "0.5.21 the first that rejects it at the bootstrap door" in d.fixed_note
-    assert "every build up to 0.5.19 transfers it" in d.fixed_note
-    s = parse_disclosure({"fixed_version": "0.5.22"}, "X")
-    assert (s.fixed_version, s.fixed_version_from_spec) == ("0.5.22", True)
-    assert s.fixed_note.startswith("This document uses 0.5.22, set in the incident spec.")
-    assert "In the published sglang wheels, 0.5.20 is the first build" in s.fixed_note
-    assert parse_disclosure({"engine": "vllm", "fixed_version": "0.9.0"}, "X").fixed_note == ""
+    raw = {"package": "sglang", "fixed_version": "0.5.22", "description": "x", "fixed_source": "a statement"}
+    sglang = [{"engine": "sglang", "role": "prefill", "holds_context": False, "stub_transferred": True,
+               "node": "p0", "build": "0.5.19", "build_evidence": "server_args dump shaped dict"}]
+    d, why = defect_for(raw, sglang)
+    assert why == "" and d.source == "spec" and d.fixed_version == "0.5.22"
+    assert "0.5.20 is the first build that never transfers" in d.code_note
+    assert "This document uses 0.5.22, declared in incident.toml (a statement)" in d.code_note
+    assert defect_for(raw, [])[0].code_note == ""            # no SGLang evidence: the table is not applied
+    vllm = {"package": "vllm", "fixed_version": "0.31.1", "description": "x"}
+    assert defect_for(vllm, sglang)[0].code_note == ""
+    # no [defect]: the table's own defect, said as such, only when the evidence matches it
+    t, _ = defect_for({}, sglang)
+    assert t.source == "build table" and t.fixed_version == "0.5.20" and "matched by kvir's SGLang build table" in t.how
+    none, why = defect_for({}, [])
+    assert none is None and "no engine advisory" in why and "[defect]" in why

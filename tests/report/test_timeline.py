@@ -23,7 +23,10 @@ def test_derived_events(rendered):
     assert [e.iso for e in _by_kind(m, "first-affected")] == [EXPECTED["first_affected"]]
     assert [e.iso for e in _by_kind(m, "last-affected")] == [EXPECTED["last_affected"]]
     assert [e.iso for e in _by_kind(m, "model-private")] == [EXPECTED["private_seen"]]
-    assert [e.iso for e in _by_kind(m, "model-public")] == [EXPECTED["public_seen"]]
+    # the pause ends with a request after the window (19:42 > 19:40): no inferred end is written from it
+    assert EXPECTED["public_seen"] > m.facts.window_end.isoformat().replace("+00:00", "Z")
+    assert [e.iso for e in _by_kind(m, "model-public")] == []
+    assert {e.category for e in _by_kind(m, "model-private")} == {"inferred"}
     fixed = {e.actor: e.iso for e in _by_kind(m, "node-fixed")}
     assert fixed == EXPECTED["prefill_fixed"]           # decode nodes never had a short pool
     assert [e.iso for e in _by_kind(m, "all-prefill-fixed")] == [EXPECTED["all_prefill_fixed"]]

@@ -147,7 +147,7 @@ def _story(case: Case, facts: Facts, counts: Counts):
     first = evidence(small[0]["evidence_file"], small[0]["evidence_line"], home(case)) if small else ""
     ev = Evidence(int(e["pd_responses"] or 0), int(e["placeholder_responses"] or 0), case.has("node_configs"),
                   len(small), sum(1 for r in small if r["refused"]), first)
-    defect, why = defect_for(read_disclosure(case, "defect"), starts)
+    defect, why = defect_for(read_disclosure(case, "defect"), starts, facts.engine)
     choice = EngineChoice(ENGINES[facts.engine], facts.engine_source)
     return make_story(choice, facts.trigger, defect, why, ev)
 

@@ -54,7 +54,7 @@ class Defect:
             f" before {self.fixed_version}"
 
 
-def _from_spec(raw: dict[str, Any], table_row: "TableMatch | None") -> Defect:
+def _from_spec(raw: dict[str, Any], sglang_evidence: bool) -> Defect:
     def err(key: str, msg: str) -> KvirError:
         return KvirError(msg, key=f"defect.{key}")
 
@@ -87,9 +87,10 @@ def _from_spec(raw: dict[str, Any], table_row: "TableMatch | None") -> Defect:
     package = text("package")
     fixed = text("fixed_version")
     note = ""
-    if table_row is not None and package.lower() == "sglang" and fixed != BUILDS.first_fixed:
-        note = (f"kvir's SGLang build table (read from the published wheels) places the fix differently: "
-                f"{table_row.fixed_evidence} This document uses {fixed}, declared in incident.toml"
+    if sglang_evidence and package.lower() == "sglang" and fixed != BUILDS.first_fixed:
+        note = (f"kvir's SGLang build table (read from the published wheels, applied because the evidence is "
+                f"SGLang's) places the fix differently: {fixed_evidence()} This document uses {fixed}, declared in "
+                f"incident.toml"
                 + (f" ({text('fixed_source')})" if text("fixed_source") else "") + ".")
     return Defect("spec", "declared in incident.toml [defect]", package, text("ecosystem", "PyPI"), text("vendor"),
                   repo, text("title") or f"{package}: engine defect behind incident", text("description"),
@@ -105,14 +106,16 @@ class TableMatch:
     builds: tuple[str, ...]
     evidence: tuple[str, ...]       # how each build was placed (the audit's build_evidence)
 
-    @property
-    def fixed_evidence(self) -> str:
-        t = BUILDS
-        retire, door = t.over_long(t.first_fixed), t.over_long(t.first_door_reject)
-        return (f"{t.first_fixed} is the first build that never transfers the over-long request ({retire.summary}; "
-                f"{retire.evidence.file}: {retire.evidence.function}) and {t.first_door_reject} the first that "
-                f"rejects it at the bootstrap door ({door.evidence.function}); every build read up to "
-                f"{t.read[t.read.index(t.first_fixed) - 1]} transfers it.")
+
+
+def fixed_evidence() -> str:
+    """What the build table read in the wheels' code about the fix of the over-long stub."""
+    t = BUILDS
+    retire, door = t.over_long(t.first_fixed), t.over_long(t.first_door_reject)
+    return (f"{t.first_fixed} is the first build that never transfers the over-long request ({retire.summary}; "
+            f"{retire.evidence.file}: {retire.evidence.function}) and {t.first_door_reject} the first that "
+            f"rejects it at the bootstrap door ({door.evidence.function}); every build read up to "
+            f"{t.read[t.read.index(t.first_fixed) - 1]} transfers it.")
 
 
 def table_match(configs: list[dict[str, Any]]) -> TableMatch | None:
@@ -139,14 +142,16 @@ def _from_table(m: TableMatch) -> Defect:
         f"With prefill/decode disaggregation, a request of max_req_input_len tokens or more: {row.summary} "
         f"({row.evidence.file}: {row.evidence.function}).",
         row.first, t.first_fixed, None, "the code of the published wheels (kvir's SGLang build table)",
-        (t.repo,), "CWE-226", "", f"In the published wheels, {m.fixed_evidence}")
+        (t.repo,), "CWE-226", "", f"In the published wheels, {fixed_evidence()}")
 
 
-def defect_for(raw: dict[str, Any], configs: list[dict[str, Any]]) -> tuple[Defect | None, str]:
-    """(the defect an engine advisory describes, or None with the reason there is none)."""
+def defect_for(raw: dict[str, Any], configs: list[dict[str, Any]], engine: str = "unknown") -> tuple[Defect | None, str]:
+    """(the defect an engine advisory describes, or None with the reason there is none). `configs`: the
+    case's node starts (node_configs); `engine`: the serving engine triage recorded."""
     match = table_match(configs)
     if raw:
-        return _from_spec(raw, match), ""
+        sglang = engine == "sglang" or any(c.get("engine") == "sglang" for c in configs)
+        return _from_spec(raw, sglang), ""
     if match is not None:
         return _from_table(match), ""
     why = ("no engine advisory: incident.toml declares no engine defect ([defect]), and "

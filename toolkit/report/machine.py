@@ -103,7 +103,7 @@ def machine_values(m: IncidentModel) -> MachineValues:
                   distribution_text=f"TLP:{d.tlp}. Draft rendered by kvir; review before distribution."
                   if d.csaf_status == "draft" else f"TLP:{d.tlp}.",
                   incident_tracking_id=d.advisory_id, incident_summary=inc_summary,
-                  root_cause=st.what_happened, data_text=data_text, remediation=remediation,
+                  root_cause=st.what_happened_public, data_text=data_text, remediation=remediation,
                   incident_csaf_url=csaf_url(d.csaf_base_url, published, d.advisory_id),
                   public_report_url=d.public_report_url or f"{d.namespace.rstrip('/')}/security/{d.advisory_id.lower()}",
                   aliases=aliases, cvss=d.cvss.as_json() if d.cvss_v3 else None)

@@ -48,15 +48,21 @@ class Story:
         return f"The serving engine is not identified: {self.engine.source}."
 
     @property
+    def engine_public(self) -> str:
+        if self.engine.engine.known:
+            return f"The serving engine was {self.engine_label}."
+        return "The serving engine has not been identified."
+
+    @property
     def engine_knowledge(self) -> str:
         """What kvir knows about this engine's handling of an oversized prompt, with where it read it."""
         e = self.engine.engine
         if not e.known:
             return ""
         t = self.trigger
-        return (f"What {e.label} does, from its code (kvir's engine table): it "
-                f"{e.small_pool} ({e.small_pool_evidence}); {e.limit_text(t.context_tokens, t.pool_tokens)} "
-                f"({e.limit_evidence}).")
+        return (f"From {e.label}'s code (kvir's engine table, applied because the engine is {e.label}): with a KV "
+                f"pool smaller than its context it {e.small_pool} ({e.small_pool_evidence}); "
+                f"{e.limit_text(t.context_tokens, t.pool_tokens)}, in {e.limit_evidence}.")
 
     # ---------------------------------------------------------------- the configuration
     @property
@@ -116,6 +122,24 @@ class Story:
         if not parts:
             return "a cause that the investigation has not yet established"
         return " together with ".join(parts)
+
+    @property
+    def configuration_public(self) -> str:
+        t, ev = self.trigger, self.ev
+        s = (f"The model was served with a context length of {t.context_tokens:,} tokens while the KV pool held "
+             f"{t.pool_tokens:,} tokens.")
+        served = ev.small_pool_starts - ev.refused_small_pool_starts
+        if ev.audit_ran and served > 0:
+            s += f" Our start-up logs show {served} node start(s) with a KV pool smaller than the context."
+        return s
+
+    @property
+    def what_happened_public(self) -> str:
+        d = self.defect
+        defect = (d.description if d is not None else
+                  "Which engine defect, if any, let these responses carry other requests' data has not been "
+                  "established yet.")
+        return " ".join(x for x in (self.configuration_public, self.engine_public, self.pd, self.placeholder, defect) if x)
 
     @property
     def what_happened(self) -> str:

@@ -7,6 +7,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kvir.sim import spec
 from kvir.sim.world import (CONTEXT, DECLARED, ENGINE_LIMIT, ENGINE_MODEL, GW_MODEL, HOST_TZ, POOL_BUG, PROVIDER_QA,
                             REPORT_RECEIVED, RESEARCHER, WINDOW_END, WINDOW_START, Sim)
 
@@ -77,21 +78,8 @@ path = "engine/*/server.log"
 format = "sglang-text"
 source_tz = "{HOST_TZ}"
 '''
-    text = f'''# incident.toml for the simulated reference fleet (kvir simulate; see kvir's README, "The reference incident").
-[incident]
-id = "KVIR-2026-0001"
-title = "Cross-tenant KV cache exposure on GLM-5.3"
-models = ["{GW_MODEL}", "{ENGINE_MODEL}"]
-window_start = {WINDOW_START.strftime("%Y-%m-%dT%H:%M:%SZ")}
-window_end = {WINDOW_END.strftime("%Y-%m-%dT%H:%M:%SZ")}
-awareness_time = {DECLARED.strftime("%Y-%m-%dT%H:%M:%SZ")}
-
-[trigger]
-pool_tokens = {POOL_BUG}
-context_tokens = {CONTEXT}
-rule = "public"
-
-[disclosure]
+    text = ("# incident.toml for the simulated reference fleet (kvir simulate; see kvir's README, \"The reference "
+            "incident\").\n" + spec.header() + "\n" + spec.DEFECT + "\n" + f'''[disclosure]
 provider = "Example Inference Co. (simulated)"
 provider_namespace = "https://inference.example.com"
 contact = "security@inference.example.com"
@@ -101,8 +89,6 @@ reporter_channel = "a bug-bounty platform"
 reported_at = {REPORT_RECEIVED.strftime("%Y-%m-%dT%H:%M:%SZ")}
 lead_supervisory_authority = "the lead supervisory authority (simulated)"
 cna_org_id = "00000000-0000-4000-8000-000000000000"
-fixed_version = "0.5.22"
-fixed_release_date = "2026-10-19"
 csaf_base_url = "https://inference.example.com/.well-known/csaf/amber/"
 cvss_v3 = "CVSS:3.1/AV:N/AC:H/PR:L/UI:N/S:C/C:H/I:N/A:N"
 
@@ -152,5 +138,5 @@ title = "Model public again"
 actor = "provider"
 category = "mitigation"
 
-{sources}'''
+{sources}''')
     (sim.out / "incident.toml").write_text(text)
