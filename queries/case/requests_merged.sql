@@ -59,7 +59,7 @@ GROUP BY k HAVING count(*) > 1 OR bool_or(roomed);
 -- every record that is merged, with the id of its request and its ranks (read again by case/conflicts)
 CREATE OR REPLACE VIEW request_members AS
 WITH incident_models AS (
-    SELECT unnest(coalesce(TRY_CAST(TRY(json(value)) AS VARCHAR[]), [])) AS model FROM incident WHERE key = 'models'
+    SELECT unnest(coalesce(TRY_CAST(TRY(json(value)) AS VARCHAR[]), [])) AS model FROM incident WHERE key IN ('models', 'model_names')
 ),
 r AS (
     SELECT r.*,

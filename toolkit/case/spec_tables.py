@@ -46,6 +46,7 @@ def record_spec(case: Case, spec: IncidentSpec) -> None:
                     {"id": a.account_id, "label": a.label, "reason": a.reason, "exclude": a.exclude})
     t = spec.trigger
     facts = {"id": spec.id, "title": spec.title, "models": json.dumps(list(spec.models)),
+             "model_names": json.dumps(list(spec.model_names)),
              "window_start": spec.window_start.isoformat(), "window_end": spec.window_end.isoformat(),
              "pool_tokens": str(t.pool_tokens), "context_tokens": str(t.context_tokens), "rule": t.rule,
              "declared_engine": spec.engine or "",

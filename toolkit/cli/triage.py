@@ -61,10 +61,23 @@ def triage(
     engine: Annotated[str, typer.Option("--engine", help="duckdb (this machine), or spark: the same queries on Spark over canonical datasets written by `kvir ingest` (local folders or URIs Spark reads).")] = "duckdb",
     spark_master: Annotated[Optional[str], typer.Option("--spark-master", help="Spark master URL, e.g. local[8], yarn, spark://host:7077 (default: the running session's, else Spark's own).")] = None,
     spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.executor.memory=8g.")] = None,
+    list_models: Annotated[bool, typer.Option("--list-models", help="Only list the model names the logs carry, with counts (no spec needed; the spec's window and [[sources]] when -i names one), and write no case.")] = False,
 ) -> None:
     """Find the affected responses, the accounts and the nodes behind them."""
     from kvir.cli.present.triage import print_triage
     from kvir.triage.run import triage as run_triage
+
+    if list_models:
+        from kvir.triage.models import list_models as run_list
+
+        names = run_list(paths or [], incident if incident.exists() else None, format=format, source_tz=source_tz,
+                         served_model=served_model, year=year, hash="none", progress=False)
+        if as_json:
+            echo_json({"models": names})
+        else:
+            for line in _models_text(names):
+                echo(line)
+        return
 
     conf = None
     if spark_conf:
@@ -82,6 +95,12 @@ def triage(
         print_triage(result)
     if as_json:
         echo_json(result.as_json())
+
+
+def _models_text(names: list[dict]) -> list[str]:
+    """One line per name (a name is log text: echo shows its control characters)."""
+    head = f"{'requests':>10}  {'in window':>10}  model"
+    return [head] + [f"{x['requests']:>10,}  {x['in_window']:>10,}  {x['name']}" for x in names]
 
 
 @guarded

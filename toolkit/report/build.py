@@ -41,6 +41,7 @@ def _facts(case: Case) -> Facts:
         window_start=utc(kv["window_start"]), window_end=utc(kv["window_end"]),
         pool_tokens=int(kv["pool_tokens"]), context_tokens=int(kv["context_tokens"]), rule=kv["rule"],
         engine=engine, engine_source=kv.get("engine_source") or "not recorded by triage (triage again)",
+        model_names=tuple(json.loads(kv.get("model_names") or kv["models"])),
         spec_path=shown_path(kv.get("spec_path", ""), home(case)),
         awareness_time=utc(kv["awareness_time"]) if kv.get("awareness_time") else None,
     )
@@ -129,7 +130,7 @@ def _replay(case: Case, warns: list[str]) -> ReplaySummary:
 
 
 def _traffic_gap(case: Case, facts: Facts, search_from, minutes: float) -> TrafficGap | None:
-    found = rows(case, "traffic_gap", {"models": list(facts.models), "search_from": search_from,
+    found = rows(case, "traffic_gap", {"models": list(facts.model_names), "search_from": search_from,
                                        "min_gap_s": minutes * 60})
     if not found:
         return None
@@ -170,7 +171,7 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
     for k in NEEDED_TABLES:
         if not case.has(k):
             raise KvirError(f"the case has no `{k}` table: run `kvir triage` first", path=str(home(case)))
-    window = {"models": list(facts.models), "window_start": facts.window_start, "window_end": facts.window_end}
+    window = {"models": list(facts.model_names), "window_start": facts.window_start, "window_end": facts.window_end}
     counts = _counts(case, warns)
     stages = _stages(case)
     replay_ran = stages[2].ran

@@ -55,8 +55,9 @@ def _limit_lines(f) -> list[tuple[int, str, str]]:
     """The KV pool, the engine's limit and the context as (x, label, line style), left to right; lines
     within 5 % of each other (one line on a log axis) share one label."""
     lines = sorted([(f.pool_tokens, f"KV pool {f.pool_tokens:,}", "-"),
-                    (f.engine_limit, f"engine limit {f.engine_limit:,}", ":"),
-                    (f.context_tokens, f"context {f.context_tokens:,}", "--")])
+                    (f.context_tokens, f"context {f.context_tokens:,}", "--")]
+                   + ([(f.engine_limit, f"{f.engine_label} limit {f.engine_limit:,}", ":")]
+                      if f.engine_limit is not None else []))   # no line where the engine is unknown
     out: list[tuple[int, str, str]] = []
     for x, label, style in lines:
         if out and abs(x - out[-1][0]) / out[-1][0] < 0.05:

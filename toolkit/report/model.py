@@ -42,6 +42,8 @@ class Facts:
     spec_path: str
     awareness_time: dt.datetime | None
 
+    model_names: tuple[str, ...] = ()   # every name matched (kvir.spec.model.IncidentSpec.model_names)
+
     @property
     def model(self) -> str:
         return self.models[0]

@@ -84,7 +84,7 @@ def derived_events(case: Case, model: "IncidentModel") -> list[TimelineEvent]:
             "Request start of the affected response", f"{which}-affected",
             f"request {r['request_id']} of account {r['account_id'] or 'unknown'} on "
             f"{r['prefill_node'] or '?'} → {r['decode_node'] or '?'}", "public", (r["request_id"],)))
-    for r in rows(case, "labelled_requests", {"models": list(model.facts.models)}):
+    for r in rows(case, "labelled_requests", {"models": list(model.facts.model_names)}):
         ev.append(TimelineEvent(
             utc(r["ts"]), f"{'First' if r['which'] == 'first' else 'Last'} request of the {r['label']}", "confirmation",
             r["label"], "data", Q.format("labelled_requests"), evidence(r["source_file"], r["source_line"], home(case)),

@@ -94,9 +94,21 @@ class IncidentSpec:
         """The display name: the first alias."""
         return self.models[0]
 
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        """Every name a record may carry for the incident's model: each alias, and an alias written with a
+        gateway's provider prefix (LiteLLM's `hosted_vllm/org/name`) also without it. Only a name of three or
+        more parts loses its first: `openai/gpt-oss-20b` is a model id, kept whole."""
+        out = list(self.models)
+        for m in self.models:
+            parts = m.split("/")
+            if len(parts) >= 3 and all(parts):
+                out.append("/".join(parts[1:]))
+        return tuple(dict.fromkeys(out))
+
     def query_params(self) -> dict[str, Any]:
         """The values every triage query binds (never pasted into SQL)."""
-        return {"models": list(self.models), "window_start": self.window_start, "window_end": self.window_end,
+        return {"models": list(self.model_names), "window_start": self.window_start, "window_end": self.window_end,
                 **self.trigger.query_params()}
 
 

@@ -64,7 +64,7 @@ def model_inventory(case: Case, spec: IncidentSpec, summary: dict[str, Any]) -> 
     or a small share of a source's while near-spellings match many."""
     case.run("triage/models", {"window_start": spec.window_start, "window_end": spec.window_end})
     rows = case.con.execute("SELECT name, source_format, requests, in_window FROM model_inventory").fetchall()
-    return inventory_note(spec.models, rows, int(summary.get("in_scope") or 0))
+    return inventory_note(spec.model_names, rows, int(summary.get("in_scope") or 0))
 
 
 def inventory_note(models: tuple[str, ...], rows: list[tuple], in_scope: int) -> dict[str, Any]:
@@ -95,6 +95,36 @@ def inventory_note(models: tuple[str, ...], rows: list[tuple], in_scope: int) ->
                 + " (add them to [incident] models if they are the same model)")
     return {"names": listed[:50] + [{"name": n, **names[n], "matched": True} for n in sorted(aliases & set(names))],
             "matched_requests": matched, "note": note}
+
+
+def list_models(paths: list, incident=None, **options: Any) -> list[dict[str, Any]]:
+    """The model names the logs carry, with counts, without a spec of one's own: the inputs are read as a
+    triage would read them (the spec's [[sources]] and window when one is given, else every time), into a
+    throw-away case. What `kvir triage --list-models` prints."""
+    import datetime as dt
+    import tempfile
+    from pathlib import Path
+
+    from kvir.spec.model import load_spec
+    from kvir.triage.run import triage
+    from kvir.triage.summary import TriageOptions
+
+    base = load_spec(incident) if incident is not None and Path(incident).exists() else None
+    utc = dt.timezone.utc
+    spec = IncidentSpec(
+        id="list-models", title="model names in the logs", models=("\u0000 none \u0000",),
+        window_start=base.window_start if base else dt.datetime(1990, 1, 1, tzinfo=utc),
+        window_end=base.window_end if base else dt.datetime(2100, 1, 1, tzinfo=utc),
+        trigger=base.trigger if base else __import__("kvir.rules.trigger", fromlist=["Trigger"]).Trigger(1, 1),
+        sources=base.sources if base else (), path=base.path if base else None)
+    with tempfile.TemporaryDirectory(prefix="kvir-models-") as tmp:
+        r = triage(spec, list(paths), out=Path(tmp) / "case", options=TriageOptions.of(**options))
+        try:
+            names = [x for x in r.summary["models_seen"]["names"] if not x.get("matched")]
+        finally:
+            r.case.close()
+    return sorted(({"name": x["name"], "requests": x["requests"], "in_window": x["in_window"]} for x in names),
+                  key=lambda x: (-x["requests"], x["name"]))
 
 
 def _similarity(a: str, b: str) -> float:

@@ -49,6 +49,12 @@ def print_triage(result) -> None:
     stderr.print(table("How each input was read", ("files", "format", "chosen", "time zone", "served model", "model from"),
                        [[n, *key] for key, n in settings.items()]))
 
+    eng = s.get("serving_engine") or {}
+    if eng:
+        say(f"serving engine: {eng.get('engine')} ({eng.get('source')})")
+    note = (s.get("models_seen") or {}).get("note")
+    if note:
+        say(f"warning: models: {note}")
     other = s["other_rule"].split(":")[0]
     rows = [
         ("requests (all sources, merged)", s["requests_total"]),
