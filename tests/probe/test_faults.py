@@ -28,8 +28,8 @@ def test_healthy_fake_is_not_exposed_by_length():
     """The control: the same fake, healthy, passes the length check (context 256 from /v1/models)."""
     r, log, _ = run("ok", max_requests=60, checks=("length",))
     assert r.verdict == "not exposed", r.reason
-    assert {i["sent_tokens"]: i["http_status"] for i in r.check("length").items} == {
-        249: 200, 250: 200, 251: 200, 255: 200, 256: 400, 257: 400}
+    # the fake names no engine: the set is around its context (no SGLang length for an unknown engine)
+    assert {i["sent_tokens"]: i["http_status"] for i in r.check("length").items} == {255: 200, 256: 400, 257: 400}
 
 
 @pytest.mark.parametrize("mode, paths", [("5xx", ("/v1/completions",)), ("5xx", ("*",)), ("hang", ("/v1/completions",)),

@@ -19,7 +19,7 @@ from kvir.probe.prompts import Prompt, PromptBuilder
 
 def test_incident_boundary_set():
     """Context 1,048,576 and pool 681,280: SGLang's limit min(1048575, 681279) - 5 = 681,274."""
-    f = ServerFacts(context=1_048_576, pool=681_280)
+    f = ServerFacts(engine="sglang", context=1_048_576, pool=681_280)
     lengths, notes = boundary_lengths(f)
     assert [n for _, n in lengths] == [681_273, 681_274, 681_275, 681_280, 1_048_575, 1_048_576, 1_048_577]
     assert f.limits("sglang")[:2] == (681_274, 681_274)
@@ -27,17 +27,24 @@ def test_incident_boundary_set():
 
 
 def test_vllm_boundary_set_and_rule():
-    """max_model_len 2048, no pool: SGLang's formula gives 2042 (lengths 2041-2043); vLLM refuses from 2048."""
+    """max_model_len 2048: vLLM refuses from 2048 (vllm/v1/engine/input_processor.py), so 2046 and 2047 are
+    served and 2048, 2049 refused; no SGLang length is sent to a vLLM server."""
     f = ServerFacts(engine="vllm", context=2048)
-    assert [n for _, n in boundary_lengths(f)[0]] == [2041, 2042, 2043, 2047, 2048, 2049]
+    assert [n for _, n in boundary_lengths(f)[0]] == [2046, 2047, 2048, 2049]
+    # an unknown engine: around the pool and the context, not SGLang's formula
+    u = ServerFacts(context=256, pool=200)
+    assert [n for _, n in boundary_lengths(u)[0]] == [199, 200, 201, 255, 256, 257]
+    assert boundary_lengths(u, "sglang")[0][0] == ("max_req_input_len - 1", 193)   # min(255, 199) - 5 - 1
     assert f.limits()[:2] == (2048, 2048)
     assert ServerFacts(context=2048).limits()[:2] == (2042, 2048)          # unknown engine: either in between
 
 
 def test_pool_above_the_context_is_left_out():
-    f = ServerFacts(engine="vllm", context=2048, pool=1_048_576)
+    f = ServerFacts(engine="sglang", context=2048, pool=1_048_576)
     lengths, notes = boundary_lengths(f)
     assert 1_048_576 not in [n for _, n in lengths] and "over context + 1" in notes[0]
+    # vLLM: the pool is no boundary at all (it will not start on one below max_model_len)
+    assert 1_048_576 not in [n for _, n in boundary_lengths(ServerFacts(engine="vllm", context=2048, pool=1_048_576))[0]]
 
 
 def test_sglang_info_router_and_secrets():

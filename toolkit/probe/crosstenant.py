@@ -44,7 +44,7 @@ async def canary_check(ctx: Context) -> CheckResult:
     low, hard, rule = ctx.facts.limits(ctx.opts.engine)
     if low is None or hard is None:
         return CheckResult("canary", INCONCLUSIVE, f"the engine's limit is unknown: {rule}")
-    over = [(label, n) for label, n in boundary_lengths(ctx.facts)[0] if n >= low]
+    over = [(label, n) for label, n in boundary_lengths(ctx.facts, ctx.opts.engine)[0] if n >= low]
     if not over:
         return CheckResult("canary", INCONCLUSIVE, "no over-limit length to send")
     o = ctx.opts

@@ -16,7 +16,7 @@ from typing import Any
 
 from kvir.probe.config import ProbeOptions
 from kvir.probe.http import Client
-from kvir.rules.trigger import FORMULA, max_req_input_len
+from kvir.rules.engines import ENGINES, FORMULA, max_req_input_len
 
 SECRET_KEYS = ("api_key", "admin_api_key", "hf_token", "aws_secret_access_key")
 FLAG_KEYS = ("allow_auto_truncate", "disaggregation_enable_kv_checksum", "kv_canary", "disable_radix_cache",
@@ -54,9 +54,10 @@ class ServerFacts:
         if eng == "sglang":
             return (sg, sg, sg_rule) if sg is not None else (None, None, "unknown: give --context (and --pool)")
         if eng == "vllm":
-            if self.context is None:
+            limit = ENGINES["vllm"].limit(self.context, self.pool)
+            if limit is None:
                 return None, None, "unknown: give --context (vLLM's max_model_len)"
-            return self.context, self.context, f"vLLM: prompt + 1 output token <= max_model_len {self.context:,}"
+            return limit, limit, f"vLLM: prompt + 1 output token <= max_model_len {limit:,}"
         known = [x for x in (self.context, self.pool) if x is not None]
         if not known:
             return None, None, "unknown: give --context (and --pool)"

@@ -1,6 +1,10 @@
 """The length check: tenant B sends the boundary set around the engine's limit, each prompt of an exact
-token count (max_req_input_len - 1, itself, + 1, the pool, context - 1, context, context + 1), and every
-answer is compared with what the engine's rule says it must be.
+token count, and every answer is compared with what the engine's rule says it must be. The set is the
+engine's own (kvir.rules.engines):
+    sglang   max_req_input_len - 1, itself, + 1, the pool, context - 1, context, context + 1
+    vllm     context - 2, context - 1 (served with one output token), context, context + 1 (refused):
+             vLLM refuses a prompt of max_model_len tokens, and will not start on a pool below it
+    unknown  pool - 1, pool, pool + 1, context - 1, context, context + 1
 
 Per prompt of n tokens (n counted by the server's tokenizer), with the limits of learn.ServerFacts.limits:
     n < accept_below    must be served, with usage.prompt_tokens == n
@@ -18,20 +22,29 @@ import asyncio
 from kvir.probe.context import Context, Sent
 from kvir.probe.learn import ServerFacts
 from kvir.probe.result import EXPOSED, INCONCLUSIVE, NOT_EXPOSED, CheckResult, Finding
-from kvir.rules.trigger import max_req_input_len
+from kvir.rules.engines import max_req_input_len
 
 
-def boundary_lengths(facts: ServerFacts) -> tuple[list[tuple[str, int]], list[str]]:
-    """[(label, tokens)] sorted by length, duplicates merged; and notes on lengths left out."""
+def boundary_lengths(facts: ServerFacts, engine: str = "auto") -> tuple[list[tuple[str, int]], list[str]]:
+    """[(label, tokens)] sorted by length, duplicates merged; and notes on lengths left out. `engine`: auto
+    (what the server said it is), sglang, vllm or any other name (an unknown engine)."""
     ctx, pool = facts.context, facts.pool
-    mril = facts.max_req_input_len
-    if mril is None and (ctx is not None or pool is not None):
-        mril = max_req_input_len(ctx, pool)
+    eng = facts.engine if engine == "auto" else engine
     cand: list[tuple[str, int]] = []
-    if mril is not None:
-        cand += [("max_req_input_len - 1", mril - 1), ("max_req_input_len", mril), ("max_req_input_len + 1", mril + 1)]
-    if pool is not None:
-        cand.append(("pool", pool))
+    if eng == "sglang":
+        mril = facts.max_req_input_len
+        if mril is None and (ctx is not None or pool is not None):
+            mril = max_req_input_len(ctx, pool)
+        if mril is not None:
+            cand += [("max_req_input_len - 1", mril - 1), ("max_req_input_len", mril),
+                     ("max_req_input_len + 1", mril + 1)]
+        if pool is not None:
+            cand.append(("pool", pool))
+    elif eng == "vllm":
+        if ctx is not None:
+            cand.append(("context - 2", ctx - 2))
+    elif pool is not None:
+        cand += [("pool - 1", pool - 1), ("pool", pool), ("pool + 1", pool + 1)]
     if ctx is not None:
         cand += [("context - 1", ctx - 1), ("context", ctx), ("context + 1", ctx + 1)]
     notes, merged = [], {}
@@ -87,7 +100,7 @@ def classify(s: Sent, low: int, hard: int) -> tuple[str, list[Finding], str]:
 
 async def length_check(ctx: Context) -> CheckResult:
     low, hard, rule = ctx.facts.limits(ctx.opts.engine)
-    lengths, notes = boundary_lengths(ctx.facts)
+    lengths, notes = boundary_lengths(ctx.facts, ctx.opts.engine)
     if low is None or hard is None or not lengths:
         return CheckResult("length", INCONCLUSIVE, f"the engine's limit is unknown: {rule}", stats={"rule": rule})
     prompts = [await ctx.builder.build(lengths[0][1])]

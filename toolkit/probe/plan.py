@@ -21,7 +21,7 @@ def make_plan(opts: ProbeOptions, facts: ServerFacts | None) -> dict:
         from kvir.probe.learn import apply_options
 
         apply_options(facts, opts)
-    lengths, left_out = boundary_lengths(facts)
+    lengths, left_out = boundary_lengths(facts, opts.engine)
     low, hard, rule = facts.limits(opts.engine)
     n_len = len(lengths) if lengths else 7
     n_over = len([n for _, n in lengths if low is not None and n >= low]) if lengths else 4
