@@ -21,8 +21,9 @@ def test_minimal_spec_exactly_as_in_the_issue(tmp_path):
     assert s.window_start == dt.datetime(2026, 8, 27, tzinfo=UTC)
     assert s.window_end == dt.datetime(2026, 9, 9, 19, 40, tzinfo=UTC)
     assert (s.trigger.pool_tokens, s.trigger.context_tokens, s.trigger.rule) == (681280, 1048576, "public")
-    # SGLang: min(context-1, pool-1) - 5 = min(1048575, 681279) - 5
-    assert s.trigger.engine_limit == 681274
+    # no engine named: the engine rule waits for the evidence; on SGLang min(1048575, 681279) - 5 = 681,274
+    assert s.engine is None and s.trigger.engine_limit is None
+    assert s.trigger.with_engine("sglang").engine_limit == 681274
     assert s.trigger.other_rule == "engine"
 
 
@@ -112,3 +113,38 @@ def test_invalid_lists_name_the_key(tmp_path, extra, key):
     with pytest.raises(SpecError) as e:
         load_spec(p)
     assert f"[{key}]" in str(e.value)
+
+
+def test_init_template_holds_no_fact_of_the_reference_incident():
+    from tests.foreign.facts import MECHANISM_WORDS, REFERENCE_FACTS
+
+    # the engines may be named where the template documents a key (pool_tokens: "SGLang: max_total_num_tokens")
+    found = [f for f in REFERENCE_FACTS + MECHANISM_WORDS if f in TEMPLATE and f not in ("SGLang", "sglang")]
+    assert found == []
+    s = parse_spec(__import__("tomllib").loads(TEMPLATE))
+    assert s.engine is None and s.trigger.engine == "unknown" and s.defect == {}
+
+
+def test_engine_and_defect_are_checked(tmp_path):
+    p = tmp_path / "incident.toml"
+    p.write_text(spec_text() .replace('rule = "public"', 'rule = "public"\nengine = "vllm"'))
+    s = load_spec(p)
+    assert s.engine == "vllm" and s.trigger.engine_limit == 1_048_576       # vLLM: max_model_len
+    p.write_text(spec_text().replace('rule = "public"', 'rule = "public"\nengine = "tgi"'))
+    with pytest.raises(SpecError, match=r"\[trigger.engine\].*sglang, vllm or unknown|\[trigger.engine\]"):
+        load_spec(p)
+    p.write_text(spec_text(extra='[disclosure]\nfixed_version = "1.2"\n'))
+    with pytest.raises(SpecError, match=r"\[disclosure.fixed_version\].*\[defect\]"):
+        load_spec(p)
+    p.write_text(spec_text(extra='[defect]\npackage = "vllm"\nfixd_version = "1.2"\n'))
+    with pytest.raises(SpecError, match=r"\[defect.fixd_version\]"):
+        load_spec(p)
+    p.write_text(spec_text(extra='[defect]\npackage = "vllm"\nfixed_version = "1.2"\ndescription = "x"\n'))
+    assert load_spec(p).defect["fixed_version"] == "1.2"
+
+
+def test_model_names_strip_a_gateway_prefix_of_three_part_aliases(tmp_path):
+    p = tmp_path / "incident.toml"
+    p.write_text(spec_text().replace('models = ["@cf/zai-org/glm-5.3", "zai-org/GLM-5.3"]',
+                                     'models = ["hosted_vllm/acme/Llama-4-Long", "openai/gpt-oss-20b"]'))
+    assert load_spec(p).model_names == ("hosted_vllm/acme/Llama-4-Long", "openai/gpt-oss-20b", "acme/Llama-4-Long")

@@ -154,3 +154,11 @@ def test_a_declared_defect_gets_its_advisory_valid_under_the_validators(vllm_def
     assert reference_leaks(docs) == []
     render_day = m.generated_at.date().isoformat()
     assert unowned(docs, {DAY, render_day}, _evidence_versions() | {"0.30.0", "0.31.1"}) == []
+
+
+def test_timeline_has_no_mitigation_the_case_does_not_show(vllm_case):
+    _, result = vllm_case
+    tl = result.model.timeline
+    assert all(e.origin == "hand" or e.kind == "node-fixed" for e in tl if e.category == "mitigation")
+    assert all(e.category == "inferred" and e.visibility == "internal" for e in tl
+               if e.kind in ("model-private", "model-public"))

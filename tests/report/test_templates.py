@@ -24,3 +24,10 @@ def test_disclosure_keys_are_documented_in_the_spec_template():
     for key in KEYS:
         pattern = r"^# \[\[disclosure\.action_items\]\]" if key == "action_items" else rf"^# {key} = "
         assert re.search(pattern, TEMPLATE, re.M), key
+
+
+def test_defect_keys_are_documented_in_the_spec_template():
+    from kvir.spec.model import DEFECT_KEYS
+
+    for key in DEFECT_KEYS:
+        assert re.search(rf"^# {key} = ", TEMPLATE, re.M), key

@@ -21,9 +21,10 @@ The probe reads what the server says about itself (SGLang /get_server_info,
 vLLM /v1/models and /version; --pool and --context fill the gaps), builds
 prompts of exact token counts with the server's /tokenize, and checks:
 
-length: tenant B sends max_req_input_len - 1, itself and + 1, the pool,
-context - 1, context and context + 1 tokens. HTTP 400 is expected at and above
-the engine's limit; HTTP 200 there, usage.prompt_tokens of 1, or a count that
+length: tenant B sends prompts around the engine's own limit: SGLang
+max_req_input_len - 1, itself and + 1, the pool, context - 1, context and
+context + 1; vLLM context - 2 to context + 1; an unidentified server pool +-1
+and context +-1 tokens. HTTP 400 is expected at and above the engine's limit; HTTP 200 there, usage.prompt_tokens of 1, or a count that
 disagrees with what was sent is a finding.
 
 canary: tenant A plants unique canaries, then tenant B sends over-limit

@@ -66,6 +66,7 @@ def triage(
     """Find the affected responses, the accounts and the nodes behind them."""
     from kvir.cli.present.triage import print_triage
     from kvir.triage.run import triage as run_triage
+    from kvir.triage.summary import TriageOptions
 
     if list_models:
         from kvir.triage.models import list_models as run_list
@@ -85,12 +86,12 @@ def triage(
 
         conf = parse_conf(spark_conf)
 
-    result = run_triage(incident, paths or [], out=out, format=format, source_tz=source_tz,
-                        served_model=served_model, year=year, max_bad_lines=max_bad_lines,
-                        keep_raw=keep_raw, hash=hash, progress=not quiet,
-                        memory_limit=memory_limit, startup=startup or None, inventory=inventory,
-                        join_tolerance_s=join_tolerance, max_line_bytes=max_line_bytes, engine=engine,
-                        spark_master=spark_master, spark_conf=conf)
+    options = TriageOptions.of(format=format, source_tz=source_tz, served_model=served_model, year=year,
+                               max_bad_lines=max_bad_lines, keep_raw=keep_raw, hash=hash, progress=not quiet,
+                               memory_limit=memory_limit, startup=startup or None, inventory=inventory,
+                               join_tolerance_s=join_tolerance, max_line_bytes=max_line_bytes, engine=engine,
+                               spark_master=spark_master, spark_conf=conf)
+    result = run_triage(incident, paths or [], out=out, options=options)
     if not quiet:
         print_triage(result)
     if as_json:

@@ -58,14 +58,14 @@ rule = "public"             # "public": prompt_tokens > pool_tokens
 # cwe = "CWE-226"                                  # or CWE-488, CWE-200, CWE-362
 # workaround = "..."
 
-# What `kvir report` needs beyond the logs (all optional; a missing one shows as a placeholder).
+# What `kvir report` needs beyond the logs (all optional; a missing one is marked as missing in the documents).
 # [disclosure]
-# provider = "Example Inference Co."                # publisher of the reports; processor in the notices
+# provider = "Your Company Ltd."                # publisher of the reports; processor in the notices
 # provider_namespace = "https://inference.example.com"   # the provider's web address (CSAF namespace)
 # contact = "security@inference.example.com"        # security contact for customers and users
 # dpo_contact = "dpo@inference.example.com"         # GDPR Art. 33(3)(b) contact point
 # reporter = "A. Researcher"                        # credited in every public document
-# reporter_channel = "a bug-bounty platform"
+# reporter_channel = "our security contact form"
 # reported_at = 2026-01-02T08:00:00Z
 # awareness_time = 2026-01-02T09:00:00Z             # defaults to [incident] awareness_time
 # notified_at = 2026-01-04T10:00:00Z                # when the supervisory authority was notified
