@@ -11,16 +11,20 @@ from kvir.sim import spec as reference
 MINIMAL_SPEC = reference.HEADER          # the reference incident's minimal spec, written once (kvir.sim.spec)
 
 
-def spec_text(rule: str = "public", extra: str = "") -> str:
-    return MINIMAL_SPEC.replace("{rule}", rule) + extra
+def spec_text(rule: str = "public", extra: str = "", engine: str | None = None) -> str:
+    """The minimal reference spec; `engine` declares [trigger] engine (a gateway log names none)."""
+    text = MINIMAL_SPEC.replace("{rule}", rule)
+    if engine:
+        text = text.replace(f'rule = "{rule}"', f'rule = "{rule}"\nengine = "{engine}"', 1)
+    return text + extra
 
 
 @pytest.fixture
 def spec(tmp_path: Path):
-    """spec(rule="public", extra="") -> path of an incident.toml in tmp_path."""
-    def make(rule: str = "public", extra: str = "") -> Path:
+    """spec(rule="public", extra="", engine=None) -> path of an incident.toml in tmp_path."""
+    def make(rule: str = "public", extra: str = "", engine: str | None = None) -> Path:
         p = tmp_path / "incident.toml"
-        p.write_text(spec_text(rule, extra))
+        p.write_text(spec_text(rule, extra, engine))
         return p
     return make
 

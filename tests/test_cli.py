@@ -31,7 +31,7 @@ def test_init_writes_a_valid_template_and_refuses_to_overwrite(tmp_path):
     p = tmp_path / "incident.toml"
     res = runner.invoke(app, ["init", str(p)])
     assert res.exit_code == 0
-    assert load_spec(p).id == "KVIR-2026-0001"
+    assert load_spec(p).id == "INC-0001"                     # example values only: no incident's facts
     assert res.stdout.strip() == str(p)                     # the result: the file written
     steps = [line.split("#")[0].strip() for line in res.stderr.splitlines() if line.startswith("  kvir ")]
     assert [s.split()[1] for s in steps] == ["triage", "audit", "report"]

@@ -21,7 +21,7 @@
 CREATE OR REPLACE TABLE triage_hits AS
 WITH scoped AS (
     SELECT r.*,
-        CASE WHEN r.model IN (SELECT unnest($models)) THEN r.model ELSE r.model_other END AS matched_name,
+        CASE WHEN list_contains($models, r.model) THEN r.model ELSE r.model_other END AS matched_name,
         r.prompt_tokens >= kvir_rule_threshold('public', $engine, $pool_tokens, $context_tokens) AS public_hit,
         r.prompt_tokens >= kvir_rule_threshold('engine', $engine, $pool_tokens, $context_tokens) AS engine_hit
     FROM requests AS r

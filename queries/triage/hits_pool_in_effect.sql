@@ -29,7 +29,7 @@ floor_ AS (   -- the lowest threshold any node or the spec applies: requests bel
 ),
 scoped AS (
     SELECT r.*, row_number() OVER (ORDER BY r.request_id, r.ts) AS k_row,
-        CASE WHEN r.model IN (SELECT unnest($models)) THEN r.model ELSE r.model_other END AS matched_name
+        CASE WHEN list_contains($models, r.model) THEN r.model ELSE r.model_other END AS matched_name
     FROM requests AS r, floor_ AS f
     WHERE (r.model IN (SELECT unnest($models)) OR r.model_other IN (SELECT unnest($models)))
       AND r.ts <= $window_end

@@ -16,7 +16,7 @@ def run_fixture(tmp_path: Path):
     """run_fixture("sglang_json", source_tz=..., rule=..., **triage kwargs) -> TriageResult."""
     def run(*folders: str, rule: str = "public", paths: list[Path] | None = None, **kw):
         spec = tmp_path / "incident.toml"
-        spec.write_text(spec_text(rule))
+        spec.write_text(spec_text(rule, engine="sglang"))   # the reference fleet's engine: gateways name none
         kw.setdefault("hash", "none")
         return kvir.triage(spec, paths or [FIXTURES / f for f in folders], out=tmp_path / "case", **kw)
     return run

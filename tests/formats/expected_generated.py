@@ -54,13 +54,16 @@ SGLANG_METRICS_COUNTS_FIXED = dict(SGLANG_METRICS_COUNTS, **{"decode-0": (3, 3, 
 
 # LiteLLM proxy 1.110.2 (REPORT: seven requests, 2026-09-02 10:00Z): 1 681,281 cust_a, 2 681,280 cust_b, 3 700,000
 # with end_user '' (user u_internal), 4 upstream 400 and 5 upstream 500 (failure rows: LiteLLM's own token
-# estimate, 18), 6 and 7 the mock deployments (model_group glm-5.3-mock / glm-5.3-mock-error: other models)
+# estimate, 18), 6 and 7 the mock deployments (model_group glm-5.3-mock / glm-5.3-mock-error, whose deployment
+# model is hosted_vllm/zai-org/GLM-5.3: an alias names them by their deployment, so they are in scope; 10 and
+# 11 tokens, never affected)
 LITELLM_FILES = ("LiteLLM_SpendLogs.csv", "LiteLLM_SpendLogs.json", "LiteLLM_SpendLogs.ndjson")
 LITELLM_AFFECTED = {"chatcmpl-153ee8f3b1c846beb7168a915c7fb778": "cust_a",
                     "chatcmpl-4355e36a580747959e78008627489eca": "u_internal"}
-LITELLM_UNDECIDABLE = {"f32ef89f-4798-4ecb-b033-173dfb9d2c20", "a9668667-aabb-4168-9f4c-942116a247c2"}
+LITELLM_UNDECIDABLE = {"f32ef89f-4798-4ecb-b033-173dfb9d2c20", "a9668667-aabb-4168-9f4c-942116a247c2",
+                       "1d2b3934-6a9b-4477-b00f-f025b710ecf6"}   # 7: the mock deployment's failure, length unknown
 LITELLM_OTHER_RULE = {"chatcmpl-a399c10062134b82b59e67ad96ee653f"}
-LITELLM_IN_SCOPE = 5
+LITELLM_IN_SCOPE = 7
 
 # OpenTelemetry: 7 export lines, each a GenAI CLIENT span (no user) and the app's SERVER span (user.id) of one
 # trace; spans are the records (14), the SERVER spans counted. Lines: 1 681,281 stop, 2 681,280 stop,

@@ -25,7 +25,7 @@ VERSION = re.compile(r"\d+(\.\d+)+")
 def _triage(tmp_path, paths, rule="public", extra="", **kw):
     tmp_path.mkdir(parents=True, exist_ok=True)
     spec = tmp_path / f"incident-{rule}.toml"
-    spec.write_text(spec_text(rule, extra))
+    spec.write_text(spec_text(rule, extra, engine="sglang"))   # the reference fleet's engine: gateways name none
     kw.setdefault("hash", "none")
     return kvir.triage(spec, [Path(p) for p in paths], out=tmp_path / f"case-{rule}", **kw)
 
@@ -169,7 +169,7 @@ def test_litellm_spend_logs_from_the_proxy(name, tmp_path):
     r = _triage(tmp_path, [GENERATED / "litellm" / name])
     assert r.sources[0]["format"] == "litellm"
     assert _counts(r) == {name: (7, 7, 0, 0)}
-    assert r.summary["in_scope"] == X.LITELLM_IN_SCOPE            # model_group is the public name
+    assert r.summary["in_scope"] == X.LITELLM_IN_SCOPE            # the model group or the deployment names it
     assert dict(zip(r.affected["request_id"], r.affected["account_id"])) == X.LITELLM_AFFECTED
     cats = _by_category(r)
     assert cats["undecidable"] == X.LITELLM_UNDECIDABLE            # failure rows: length unknown, not 18

@@ -69,7 +69,7 @@ def triage(
     from kvir.triage.summary import TriageOptions
 
     if list_models:
-        from kvir.triage.models import list_models as run_list
+        from kvir.triage.listing import list_models as run_list
 
         names = run_list(paths or [], incident if incident.exists() else None, format=format, source_tz=source_tz,
                          served_model=served_model, year=year, hash="none", progress=False)

@@ -42,6 +42,11 @@ def engine_of_case(case: Case, spec: IncidentSpec) -> EngineChoice:
             e = engine_of_format(fmt)
             if e:
                 evidence.append((e, f"{fmt} log {_name(label)}"))
+    if case.has("metric_samples"):      # sglang:prompt_tokens_histogram, vllm:request_prompt_tokens
+        for (prefix,) in case.con.execute("SELECT DISTINCT split_part(metric, ':', 1) FROM metric_samples "
+                                          "WHERE metric LIKE '%:%' ORDER BY 1").fetchall():
+            if prefix in ("sglang", "vllm"):
+                evidence.append((prefix, f"{prefix}: metrics"))
     if case.has("node_configs"):
         for e, f, line in case.con.execute("SELECT engine, evidence_file, evidence_line FROM node_configs "
                                            "WHERE engine IS NOT NULL ORDER BY config_id").fetchall():
@@ -95,36 +100,6 @@ def inventory_note(models: tuple[str, ...], rows: list[tuple], in_scope: int) ->
                 + " (add them to [incident] models if they are the same model)")
     return {"names": listed[:50] + [{"name": n, **names[n], "matched": True} for n in sorted(aliases & set(names))],
             "matched_requests": matched, "note": note}
-
-
-def list_models(paths: list, incident=None, **options: Any) -> list[dict[str, Any]]:
-    """The model names the logs carry, with counts, without a spec of one's own: the inputs are read as a
-    triage would read them (the spec's [[sources]] and window when one is given, else every time), into a
-    throw-away case. What `kvir triage --list-models` prints."""
-    import datetime as dt
-    import tempfile
-    from pathlib import Path
-
-    from kvir.spec.model import load_spec
-    from kvir.triage.run import triage
-    from kvir.triage.summary import TriageOptions
-
-    base = load_spec(incident) if incident is not None and Path(incident).exists() else None
-    utc = dt.timezone.utc
-    spec = IncidentSpec(
-        id="list-models", title="model names in the logs", models=("\u0000 none \u0000",),
-        window_start=base.window_start if base else dt.datetime(1990, 1, 1, tzinfo=utc),
-        window_end=base.window_end if base else dt.datetime(2100, 1, 1, tzinfo=utc),
-        trigger=base.trigger if base else __import__("kvir.rules.trigger", fromlist=["Trigger"]).Trigger(1, 1),
-        sources=base.sources if base else (), path=base.path if base else None)
-    with tempfile.TemporaryDirectory(prefix="kvir-models-") as tmp:
-        r = triage(spec, list(paths), out=Path(tmp) / "case", options=TriageOptions.of(**options))
-        try:
-            names = [x for x in r.summary["models_seen"]["names"] if not x.get("matched")]
-        finally:
-            r.case.close()
-    return sorted(({"name": x["name"], "requests": x["requests"], "in_window": x["in_window"]} for x in names),
-                  key=lambda x: (-x["requests"], x["name"]))
 
 
 def _similarity(a: str, b: str) -> float:

@@ -131,6 +131,9 @@ def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: P
                 pool_in_effect = True
             choice = engine_of_case(case, spec)
             trigger = spec.trigger.with_engine(choice.name)
+            if not trigger.available():
+                raise InputError(f"[trigger] rule = \"engine\" needs the serving engine, and {choice.source}: set "
+                                 f"[trigger] engine in {spec.path or 'incident.toml'}, or use rule = \"public\"")
             record_engine(case, choice)
             params = {**spec.query_params(), **trigger.query_params()}
             params["rule_text"] = trigger.describe()

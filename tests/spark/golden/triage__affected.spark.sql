@@ -5,6 +5,7 @@ SELECT
   h.account_id,
   a.label AS account_label,
   h.model,
+  h.matched_name,
   h.prompt_tokens,
   h.prefill_tokens,
   h.completion_tokens,

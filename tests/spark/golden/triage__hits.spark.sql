@@ -1,13 +1,21 @@
 WITH scoped AS (
   SELECT
     r.*,
+    CASE WHEN ARRAY_CONTAINS(:models, r.model) THEN r.model ELSE r.model_other END AS matched_name,
     r.prompt_tokens >= (
       CASE 'public'
         WHEN 'public'
         THEN :pool_tokens + 1
         WHEN 'engine'
         THEN (
-          LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+          CASE :engine
+            WHEN 'sglang'
+            THEN (
+              LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+            )
+            WHEN 'vllm'
+            THEN :context_tokens
+          END
         )
       END
     ) AS public_hit,
@@ -17,15 +25,28 @@ WITH scoped AS (
         THEN :pool_tokens + 1
         WHEN 'engine'
         THEN (
-          LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+          CASE :engine
+            WHEN 'sglang'
+            THEN (
+              LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+            )
+            WHEN 'vllm'
+            THEN :context_tokens
+          END
         )
       END
     ) AS engine_hit
   FROM requests AS r
   WHERE
-    r.model IN (
-      SELECT
-        EXPLODE(:models)
+    (
+      r.model IN (
+        SELECT
+          EXPLODE(:models)
+      )
+      OR r.model_other IN (
+        SELECT
+          EXPLODE(:models)
+      )
     )
     AND r.ts <= :window_end
     AND r.ts > :window_start - INTERVAL '1' DAY
@@ -45,7 +66,14 @@ WITH scoped AS (
             THEN :pool_tokens + 1
             WHEN 'engine'
             THEN (
-              LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+              CASE :engine
+                WHEN 'sglang'
+                THEN (
+                  LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+                )
+                WHEN 'vllm'
+                THEN :context_tokens
+              END
             )
           END
         ),
@@ -55,7 +83,14 @@ WITH scoped AS (
             THEN :pool_tokens + 1
             WHEN 'engine'
             THEN (
-              LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+              CASE :engine
+                WHEN 'sglang'
+                THEN (
+                  LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+                )
+                WHEN 'vllm'
+                THEN :context_tokens
+              END
             )
           END
         )

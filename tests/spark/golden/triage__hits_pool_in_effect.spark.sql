@@ -5,6 +5,7 @@ WITH cfg AS (
     n.ts,
     n.pool_tokens,
     n.context_len,
+    COALESCE(n.engine, :engine) AS engine,
     n.evidence_file,
     n.evidence_line
   FROM node_configs AS n
@@ -21,7 +22,14 @@ WITH cfg AS (
               THEN cfg.pool_tokens + 1
               WHEN 'engine'
               THEN (
-                LEAST(cfg.context_len - 1, cfg.pool_tokens - 1) - 5
+                CASE cfg.engine
+                  WHEN 'sglang'
+                  THEN (
+                    LEAST(cfg.context_len - 1, cfg.pool_tokens - 1) - 5
+                  )
+                  WHEN 'vllm'
+                  THEN cfg.context_len
+                END
               )
             END
           )
@@ -36,7 +44,14 @@ WITH cfg AS (
               THEN cfg.pool_tokens + 1
               WHEN 'engine'
               THEN (
-                LEAST(cfg.context_len - 1, cfg.pool_tokens - 1) - 5
+                CASE cfg.engine
+                  WHEN 'sglang'
+                  THEN (
+                    LEAST(cfg.context_len - 1, cfg.pool_tokens - 1) - 5
+                  )
+                  WHEN 'vllm'
+                  THEN cfg.context_len
+                END
               )
             END
           )
@@ -52,19 +67,52 @@ WITH cfg AS (
           THEN :pool_tokens + 1
           WHEN 'engine'
           THEN (
-            LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+            CASE :engine
+              WHEN 'sglang'
+              THEN (
+                LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+              )
+              WHEN 'vllm'
+              THEN :context_tokens
+            END
           )
         END
       ) AS public_lo,
-      (
-        CASE 'engine'
-          WHEN 'public'
-          THEN :pool_tokens + 1
-          WHEN 'engine'
-          THEN (
-            LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
-          )
-        END
+      COALESCE(
+        (
+          CASE 'engine'
+            WHEN 'public'
+            THEN :pool_tokens + 1
+            WHEN 'engine'
+            THEN (
+              CASE :engine
+                WHEN 'sglang'
+                THEN (
+                  LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+                )
+                WHEN 'vllm'
+                THEN :context_tokens
+              END
+            )
+          END
+        ),
+        (
+          CASE 'public'
+            WHEN 'public'
+            THEN :pool_tokens + 1
+            WHEN 'engine'
+            THEN (
+              CASE :engine
+                WHEN 'sglang'
+                THEN (
+                  LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+                )
+                WHEN 'vllm'
+                THEN :context_tokens
+              END
+            )
+          END
+        )
       ) AS engine_lo
   ) AS g
   GROUP BY
@@ -73,12 +121,19 @@ WITH cfg AS (
 ), scoped AS (
   SELECT
     r.*,
-    ROW_NUMBER() OVER (ORDER BY r.request_id NULLS LAST, r.ts NULLS LAST) AS k_row
+    ROW_NUMBER() OVER (ORDER BY r.request_id NULLS LAST, r.ts NULLS LAST) AS k_row,
+    CASE WHEN ARRAY_CONTAINS(:models, r.model) THEN r.model ELSE r.model_other END AS matched_name
   FROM requests AS r, floor_ AS f
   WHERE
-    r.model IN (
-      SELECT
-        EXPLODE(:models)
+    (
+      r.model IN (
+        SELECT
+          EXPLODE(:models)
+      )
+      OR r.model_other IN (
+        SELECT
+          EXPLODE(:models)
+      )
     )
     AND r.ts <= :window_end
     AND r.ts > :window_start - INTERVAL '1' DAY
@@ -129,6 +184,7 @@ WITH cfg AS (
     c.ts AS config_ts,
     c.pool_tokens AS cfg_pool,
     c.context_len AS cfg_context,
+    c.engine AS cfg_engine,
     c.evidence_file || ':' || c.evidence_line AS config_evidence,
     s.prefill_node IN (
       SELECT DISTINCT
@@ -153,9 +209,10 @@ WITH cfg AS (
     COALESCE(m.cfg_pool, :pool_tokens) AS pool_in_effect,
     CASE WHEN NOT m.cfg_pool IS NULL THEN m.cfg_context END AS context_in_effect,
     CASE WHEN NOT m.cfg_pool IS NULL THEN m.cfg_context ELSE :context_tokens END AS context_for_rule,
+    COALESCE(m.cfg_engine, :engine) AS engine_for_rule,
     CASE
       WHEN NOT m.cfg_pool IS NULL AND m.cfg_context IS NULL
-      THEN 'node start (context not shown: engine limit = pool - 6)'
+      THEN 'node start (context not shown: SGLang limit = pool - 6)'
       WHEN NOT m.cfg_pool IS NULL
       THEN 'node start'
       WHEN m.prefill_node IS NULL
@@ -171,7 +228,14 @@ WITH cfg AS (
   SELECT
     r.*,
     (
-      LEAST(r.context_for_rule - 1, r.pool_in_effect - 1) - 5
+      CASE r.engine_for_rule
+        WHEN 'sglang'
+        THEN (
+          LEAST(r.context_for_rule - 1, r.pool_in_effect - 1) - 5
+        )
+        WHEN 'vllm'
+        THEN r.context_for_rule
+      END
     ) AS engine_limit_in_effect,
     r.prompt_tokens >= (
       CASE 'public'
@@ -179,7 +243,14 @@ WITH cfg AS (
         THEN r.pool_in_effect + 1
         WHEN 'engine'
         THEN (
-          LEAST(r.context_for_rule - 1, r.pool_in_effect - 1) - 5
+          CASE r.engine_for_rule
+            WHEN 'sglang'
+            THEN (
+              LEAST(r.context_for_rule - 1, r.pool_in_effect - 1) - 5
+            )
+            WHEN 'vllm'
+            THEN r.context_for_rule
+          END
         )
       END
     ) AS public_hit,
@@ -189,7 +260,14 @@ WITH cfg AS (
         THEN r.pool_in_effect + 1
         WHEN 'engine'
         THEN (
-          LEAST(r.context_for_rule - 1, r.pool_in_effect - 1) - 5
+          CASE r.engine_for_rule
+            WHEN 'sglang'
+            THEN (
+              LEAST(r.context_for_rule - 1, r.pool_in_effect - 1) - 5
+            )
+            WHEN 'vllm'
+            THEN r.context_for_rule
+          END
         )
       END
     ) AS engine_hit
@@ -205,7 +283,7 @@ WITH cfg AS (
 )
 SELECT
   d.*
-  EXCEPT (k_row, config_id, cfg_pool, cfg_context, context_for_rule, node_known, pool_in_effect, context_in_effect, engine_limit_in_effect, config_ts, config_evidence, threshold_source, public_hit, engine_hit, hit, other_hit),
+  EXCEPT (k_row, config_id, cfg_pool, cfg_context, cfg_engine, context_for_rule, engine_for_rule, node_known, pool_in_effect, context_in_effect, engine_limit_in_effect, config_ts, config_evidence, threshold_source, public_hit, engine_hit, hit, other_hit),
   d.public_hit,
   d.engine_hit,
   d.hit,
