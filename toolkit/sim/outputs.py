@@ -79,7 +79,7 @@ format = "sglang-text"
 source_tz = "{HOST_TZ}"
 '''
     text = ("# incident.toml for the simulated reference fleet (kvir simulate; see kvir's README, \"The reference "
-            "incident\").\n" + spec.header() + "\n" + spec.DEFECT + "\n" + f'''[disclosure]
+            "incident\").\n" + spec.header(engine="sglang" if sim.fmt == "parquet" else None) + "\n" + spec.DEFECT + "\n" + f'''[disclosure]
 provider = "Example Inference Co. (simulated)"
 provider_namespace = "https://inference.example.com"
 contact = "security@inference.example.com"

@@ -51,7 +51,10 @@ def minimal(rule: str = "public") -> str:
     return HEADER.replace("{rule}", rule)
 
 
-def header(rule: str = "public", awareness: bool = True) -> str:
-    """[incident] (with awareness_time) and [trigger]."""
+def header(rule: str = "public", awareness: bool = True, engine: str | None = None) -> str:
+    """[incident] (with awareness_time) and [trigger]; `engine` declares [trigger] engine (for inputs that do not
+    name it themselves, as the simulator's Parquet requests do not)."""
     text = minimal(rule)
+    if engine:
+        text = text.replace(f'rule = "{rule}"', f'rule = "{rule}"\nengine = "{engine}"                                       # the requests Parquet names no engine', 1)
     return text.replace("[trigger]", AWARENESS + "[trigger]", 1) if awareness else text

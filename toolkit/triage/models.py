@@ -67,6 +67,8 @@ def _name(path: Any) -> str:
 def model_inventory(case: Case, spec: IncidentSpec, summary: dict[str, Any]) -> dict[str, Any]:
     """The names the logs carry (with counts), and a note when the spec's models match none of the requests,
     or a small share of a source's while near-spellings match many."""
+    if not case.has("requests"):           # a lake only Spark reaches: no requests in the case to list
+        return {"names": [], "matched_requests": None, "note": ""}
     case.run("triage/models", {"window_start": spec.window_start, "window_end": spec.window_end})
     rows = case.con.execute("SELECT name, source_format, requests, in_window FROM model_inventory").fetchall()
     return inventory_note(spec.model_names, rows, int(summary.get("in_scope") or 0))

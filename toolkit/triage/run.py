@@ -129,23 +129,17 @@ def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: P
 
                 load_node_configs(case, list(startup), inventory=inventory, source_tz=source_tz, year=year)
                 pool_in_effect = True
-            choice = engine_of_case(case, spec)
-            trigger = spec.trigger.with_engine(choice.name)
-            if not trigger.available():
-                raise InputError(f"[trigger] rule = \"engine\" needs the serving engine, and {choice.source}: set "
-                                 f"[trigger] engine in {spec.path or 'incident.toml'}, or use rule = \"public\"")
-            record_engine(case, choice)
-            params = {**spec.query_params(), **trigger.query_params()}
-            params["rule_text"] = trigger.describe()
-            params["other_rule_text"] = trigger.describe(trigger.other_rule)
-            params["condition_text"] = trigger.condition()
+            params = spec.query_params()
+            bound: list = []            # (engine choice, trigger), once the evidence is in the case
             queries = ("triage/hits_pool_in_effect",) + TRIAGE_QUERIES[1:] if pool_in_effect else TRIAGE_QUERIES
-            if engine == "spark":
+            if engine == "spark":      # the lake's side tables (its sources: the evidence of the engine) arrive there
                 from kvir.triage.spark import triage_on_spark
 
                 lake = reporter.run("triage on Spark", lambda: triage_on_spark(
-                    case, lakes, queries, params, master=spark_master, conf=spark_conf))
+                    case, lakes, queries, params, master=spark_master, conf=spark_conf,
+                    prepare=lambda c: bound.append(_bind_engine(c, spec, params))))
             else:
+                bound.append(_bind_engine(case, spec, params))
                 for name in queries:
                     reporter.run(name.split("/")[1], lambda n=name: case.run(n, params), con=case.con)
             # aggregate finding: what Prometheus histograms imply (bounds, never requests)
@@ -155,6 +149,7 @@ def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: P
             case.run("triage/summary", params)   # the case table triage_summary: what the reports state too
             row = case.con.execute("SELECT * FROM triage_summary").fetchall()
             cols = [d[0] for d in case.con.description]
+        choice, trigger = bound[0]
         summary = _summary(spec, trigger, dict(zip(cols, row[0])))
         summary["serving_engine"] = {"engine": choice.name, "source": choice.source}
         summary["models_seen"] = model_inventory(case, spec, summary)
@@ -187,6 +182,20 @@ def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: P
         raise TooManyBadLines(f"{quarantined} records quarantined, more than --max-bad-lines {max_bad_lines} "
                               f"(see {case.path / 'quarantine.csv'})")
     return result
+
+
+def _bind_engine(case: Case, spec: IncidentSpec, params: dict[str, Any]) -> tuple:
+    """The serving engine (the spec's, else the evidence's: kvir.triage.models) into the case and into the
+    queries' parameters with the rule texts; the engine rule without an engine is refused."""
+    choice = engine_of_case(case, spec)
+    trigger = spec.trigger.with_engine(choice.name)
+    if not trigger.available():
+        raise InputError(f"[trigger] rule = \"engine\" needs the serving engine, and {choice.source}: set "
+                         f"[trigger] engine in {spec.path or 'incident.toml'}, or use rule = \"public\"")
+    record_engine(case, choice)
+    params.update(trigger.query_params(), rule_text=trigger.describe(),
+                  other_rule_text=trigger.describe(trigger.other_rule), condition_text=trigger.condition())
+    return choice, trigger
 
 
 def _scope_counts(case: Case, params: dict[str, Any]) -> tuple[int, int | None]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 
@@ -178,8 +178,10 @@ def run_query(case: Case, spark, name: str, params: dict[str, Any], cached: list
 
 
 def triage_on_spark(case: Case, roots: list[str], queries: tuple[str, ...], params: dict[str, Any], *,
-                    master: str | None = None, conf: dict[str, str] | None = None) -> LakeInfo:
-    """Attach the lakes to the case and run `queries` on Spark (see the module docstring)."""
+                    master: str | None = None, conf: dict[str, str] | None = None,
+                    prepare: Callable[[Case], None] | None = None) -> LakeInfo:
+    """Attach the lakes to the case and run `queries` on Spark (see the module docstring). `prepare(case)`
+    runs once the lake's side tables are in the case, before the queries (it may complete `params`)."""
     spark = session(master, conf)
     requests, shards = lake_requests(spark, roots)
     # side tables: DuckDB reads a local lake directly (a few small files; Spark would run a job per table)
@@ -189,6 +191,8 @@ def triage_on_spark(case: Case, roots: list[str], queries: tuple[str, ...], para
     info = attach_lake(case, roots, read_local(case.con) if local else spark_reader(spark), shards)
     if local:
         requests_view(case, roots)
+    if prepare is not None:
+        prepare(case)
     requests.createOrReplaceTempView("requests")
     for t in SPEC_TABLES:
         if case.has(t):
