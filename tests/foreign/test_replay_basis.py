@@ -35,3 +35,5 @@ def test_gateway_only_case_assumes_and_says_why(tmp_path):
         text = (result.out_dir / doc).read_text()
         assert "could not be replayed" in text and "no decode node in the logs" in text, doc
         assert "reproduced the exposure for 0" not in text, doc
+    notice = next((result.out_dir / "notices" / "affected").glob("*.md")).read_text()
+    assert "inconclusive (no decode node in the logs" in notice

@@ -294,6 +294,7 @@ def add_replay_rows(con) -> None:
          'served', [], 0.0, 0, 0.001, 'scaled 1:1000', 'cpu', 7),
         ('r04', 'sglang-0.5.20', 'compared', true, 'acct_alpha', 'prefill-1', 'decode-1', 1000000, 'rejected', 400,
          'prefill-retired-after-forward', [], NULL, 0, 0.001, 'scaled 1:1000', 'cpu', 7)""")
+    con.execute("ALTER TABLE replay_results ADD COLUMN reason VARCHAR")   # set by the replay for inconclusive rows
     con.execute("""CREATE OR REPLACE TABLE replay_exposure (source_account_id VARCHAR, source_request_id VARCHAR,
         reader_request_id VARCHAR, reader_account_id VARCHAR, tokens BIGINT, attention_mass DOUBLE)""")
     con.execute("""INSERT INTO replay_exposure VALUES ('acct_gamma', 'r11', 'r01', 'acct_alpha', 64, 0.4),

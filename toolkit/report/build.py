@@ -82,7 +82,8 @@ def _accounts(case: Case, replay_ran: bool) -> list[AccountExposure]:
             acc.responses = [AffectedResponse(r["request_id"], utc(r["ts"]), utc(r["ts_end"]), r["prompt_tokens"],
                                               r["completion_tokens"], r["http_status"], r["finish_reason"])
                              for r in responses.get(acc.account_id, [])]
-            acc.replay = [ReplayVerdict(r["request_id"], r["verdict"], r["leaked_tokens"], int(r["foreign_requests"]))
+            acc.replay = [ReplayVerdict(r["request_id"], r["verdict"], r["leaked_tokens"], int(r["foreign_requests"]),
+                                        r["reason"])
                           for r in replays.get(acc.account_id, [])]
         out.append(acc)
     return out

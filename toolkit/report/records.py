@@ -27,6 +27,7 @@ class ReplayVerdict:
     verdict: str
     leaked_tokens: int | None
     foreign_requests: int
+    reason: str | None = None       # why it could not be replayed (inconclusive only)
 
 
 @dataclass
