@@ -162,3 +162,15 @@ def test_timeline_has_no_mitigation_the_case_does_not_show(vllm_case):
     assert all(e.origin == "hand" or e.kind == "node-fixed" for e in tl if e.category == "mitigation")
     assert all(e.category == "inferred" and e.visibility == "internal" for e in tl
                if e.kind in ("model-private", "model-public"))
+
+
+def test_the_start_up_logs_that_contradict_the_spec_are_said(vllm_case):
+    _, result = vllm_case
+    m = result.model
+    # the spec's pool (200) is below the context (256), but vLLM refused that start and the start that served
+    # held 1,024 tokens: the documents say so instead of stating the spec's configuration as what served
+    assert m.story.contradicted and m.story.ev.holding_starts == 1
+    assert any("contradict incident.toml [trigger]" in w for w in m.warnings)
+    pub = (result.out_dir / "public_report.md").read_text()
+    assert "The engine refused to start 1 time(s) on a KV pool smaller than the context." in pub
+    assert "still under investigation" in pub

@@ -147,8 +147,9 @@ def _story(case: Case, facts: Facts, counts: Counts):
     starts = rows(case, "start_facts") if case.has("node_configs") else []
     small = [r for r in starts if r["small_pool"]]
     first = evidence(small[0]["evidence_file"], small[0]["evidence_line"], home(case)) if small else ""
+    holding = sum(1 for r in starts if not r["refused"] and r["holds_context"])
     ev = Evidence(int(e["pd_responses"] or 0), int(e["placeholder_responses"] or 0), case.has("node_configs"),
-                  len(small), sum(1 for r in small if r["refused"]), first)
+                  len(small), sum(1 for r in small if r["refused"]), first, holding)
     defect, why = defect_for(read_disclosure(case, "defect"), starts, facts.engine)
     choice = EngineChoice(ENGINES[facts.engine], facts.engine_source)
     return make_story(choice, facts.trigger, defect, why, ev)
@@ -190,6 +191,9 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
     story = _story(case, facts, counts)
     if story.no_advisory:
         warns.append(story.no_advisory)
+    if story.contradicted:
+        warns.append("the start-up logs contradict incident.toml [trigger]: no start served on a KV pool below the "
+                     "context, and every start that served held the whole context (check pool_tokens, or the nodes)")
     models_note = ((case.manifest.get("triage") or {}).get("summary") or {}).get("models_seen", {}).get("note", "")
     if models_note:
         warns.append("models: " + models_note)

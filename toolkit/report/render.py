@@ -103,7 +103,7 @@ def _report(case: Case, chosen: list[str], fmt: str, spec: str | Path | None, te
         if not k.machine:
             getattr(r, k.method)()
     if left_out:
-        model.warnings.append(f"not rendered: {', '.join(left_out)} (" + model.story.no_advisory + ")")
+        model.warnings.append(f"not rendered: {', '.join(left_out)} (no engine defect in the case: see above)")
     for v in r.validations:
         if v.valid is False:
             model.warnings.append(f"{v.document} FAILED validation ({v.validator}): {len(v.errors)} error(s), "

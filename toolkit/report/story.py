@@ -26,6 +26,7 @@ class Evidence:
     small_pool_starts: int         # node starts whose pool is below their context (audit)
     refused_small_pool_starts: int # of them, starts the engine refused (vLLM)
     first_small_pool_evidence: str
+    holding_starts: int = 0        # starts that served with a pool holding the whole context
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,11 @@ class Story:
                f" (first: {ev.first_small_pool_evidence})")
         if ev.refused_small_pool_starts:
             out += f"; {self.engine_label} refused to start {ev.refused_small_pool_starts} of them"
-        return out + "."
+        out += "."
+        if self.contradicted:
+            out += (f" Every start that served ({ev.holding_starts}) held the whole context: the start-up logs do not "
+                    f"support [trigger]'s pool for the serving nodes.")
+        return out
 
     # ---------------------------------------------------------------- what the logs show of the mechanism
     @property
@@ -124,13 +129,27 @@ class Story:
         return " together with ".join(parts)
 
     @property
+    def contradicted(self) -> bool:
+        """The start-up logs contradict [trigger]: no start served on a pool below the context, and starts that
+        served held it (e.g. vLLM refused the small pool)."""
+        ev = self.ev
+        return (ev.audit_ran and self.pool_below_context and ev.small_pool_starts == ev.refused_small_pool_starts
+                and ev.holding_starts > 0)
+
+    @property
     def configuration_public(self) -> str:
         t, ev = self.trigger, self.ev
-        s = (f"The model was served with a context length of {t.context_tokens:,} tokens while the KV pool held "
+        s = (f"Our incident record gives a context length of {t.context_tokens:,} tokens and a KV pool of "
              f"{t.pool_tokens:,} tokens.")
         served = ev.small_pool_starts - ev.refused_small_pool_starts
         if ev.audit_ran and served > 0:
-            s += f" Our start-up logs show {served} node start(s) with a KV pool smaller than the context."
+            s += f" Our start-up logs show {served} node start(s) that served with a KV pool smaller than the context."
+        if ev.audit_ran and ev.refused_small_pool_starts:
+            s += (f" The engine refused to start {ev.refused_small_pool_starts} time(s) on a KV pool smaller than the "
+                  f"context.")
+        if self.contradicted:
+            s += (f" Every start that served in our start-up logs ({ev.holding_starts}) had a KV pool that holds the "
+                  f"whole context: the cause of these responses is still under investigation.")
         return s
 
     @property
