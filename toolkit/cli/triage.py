@@ -100,8 +100,7 @@ def triage(
 
 def _models_text(names: list[dict]) -> list[str]:
     """One line per name (a name is log text: echo shows its control characters)."""
-    head = f"{'requests':>10}  {'in window':>10}  model"
-    return [head] + [f"{x['requests']:>10,}  {x['in_window']:>10,}  {x['name']}" for x in names]
+    return [f"{'requests':>10}  model"] + [f"{x['requests']:>10,}  {x['name']}" for x in names]
 
 
 @guarded

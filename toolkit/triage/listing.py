@@ -30,5 +30,5 @@ def list_models(paths: list, incident=None, **options: Any) -> list[dict[str, An
             names = [x for x in r.summary["models_seen"]["names"] if not x.get("matched")]
         finally:
             r.case.close()
-    return sorted(({"name": x["name"], "requests": x["requests"], "in_window": x["in_window"]} for x in names),
+    return sorted(({"name": x["name"], "requests": x["requests"]} for x in names),
                   key=lambda x: (-x["requests"], x["name"]))

@@ -5,7 +5,8 @@ inputs that are an engine's own logs, and the start-up logs when triage reads th
 (kvir.rules.engines.resolve_engine). It is recorded in the case's incident table (engine, engine_source)
 and every later stage reads it from there.
 
-The model inventory (queries/triage/models.sql: every name the requests carry, with counts) answers a
+The model inventory (queries/triage/models.sql: every name the window's requests carry, with counts; 0.16 s
+beside 0.5 s for triage/hits on 10^7 Parquet rows read in place, measured on the 2-core machine) answers a
 spec whose models match nothing, or a small share of a source while near-spellings match many: triage
 says so on stderr, in summary.json and in the report's index, closest names first (difflib on the few
 distinct names, never on rows).
@@ -94,7 +95,7 @@ def inventory_note(models: tuple[str, ...], rows: list[tuple], in_scope: int) ->
     note = ""
     if names and matched == 0:
         note = (f"the incident's models ({', '.join(models)}) match none of the {sum(per_format.values()):,} "
-                f"requests; the logs carry: " + _names_text(listed[:8]))
+                f"requests in the window; the logs carry: " + _names_text(listed[:8]))
     elif close and any(matched_per_format.get(f, 0) < SMALL_SHARE * n for f, n in per_format.items()) and \
             sum(x["requests"] for x in close) > matched:
         note = (f"the incident's models match {matched:,} requests, while near-spellings match "
@@ -111,4 +112,4 @@ def _similarity(a: str, b: str) -> float:
 
 
 def _names_text(items: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{x['name']} ({x['requests']:,} requests, {x['in_window']:,} in the window)" for x in items)
+    return ", ".join(f"{x['name']} ({x['requests']:,} requests)" for x in items)
