@@ -174,3 +174,10 @@ def test_the_start_up_logs_that_contradict_the_spec_are_said(vllm_case):
     pub = (result.out_dir / "public_report.md").read_text()
     assert "The engine refused to start 1 time(s) on a KV pool smaller than the context." in pub
     assert "still under investigation" in pub
+
+
+def test_notices_do_not_state_a_cause_the_evidence_contradicts(vllm_case):
+    _, result = vllm_case
+    notice = next((result.out_dir / "notices" / "affected").glob("*.md")).read_text()
+    assert "a cause that the investigation has not yet established" in notice
+    assert "placeholder" not in notice and "KV pool was smaller" not in notice

@@ -120,7 +120,7 @@ class Story:
     def cause_short(self) -> str:
         """One clause for notices: the cause, as far as it is known."""
         parts = []
-        if self.pool_below_context:
+        if self.pool_below_context and not self.contradicted:
             parts.append("a serving configuration whose KV pool was smaller than its context length")
         if self.defect is not None:
             parts.append(f"a defect in the inference engine ({self.defect.package})")
