@@ -63,7 +63,7 @@ def triage(
     spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.executor.memory=8g.")] = None,
 ) -> None:
     """Find the affected responses, the accounts and the nodes behind them."""
-    from kvir.cli.present.triage import print_triage
+    from kvir.cli.present.triage import print_carried, print_triage
     from kvir.triage.run import triage as run_triage
 
     conf = None
@@ -80,6 +80,7 @@ def triage(
                         spark_master=spark_master, spark_conf=conf)
     if not quiet:
         print_triage(result)
+    print_carried(result)
     if as_json:
         echo_json(result.as_json())
 

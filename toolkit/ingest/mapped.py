@@ -15,6 +15,7 @@ from kvir.case.store import Case
 from kvir.core.errors import InputError
 from kvir.ingest.epilogue import compile_adapter
 from kvir.ingest.lines import head_lines
+from kvir.ingest.opener import duckdb_path
 from kvir.ingest.sources import IngestOptions, Source
 from kvir.spec.model import MAPPABLE_FIELDS
 
@@ -61,7 +62,7 @@ def _mapped_projection(cols: dict[str, str], types: dict[str, str], available: l
     return ", ".join(parts)
 
 
-def mapped_input(case: Case, src: Source, opts: IngestOptions) -> pa.Table:
+def mapped_input(case: Case, src: Source, opts: IngestOptions, blanks=None) -> pa.Table:
     """A CSV (with a header) or a JSON Lines file with mapped fields, for queries/adapters/generic.sql.
 
     Both come from the shared records reader (kvir.formats.readers: one JSON object per record, every line
@@ -88,7 +89,7 @@ def mapped_input(case: Case, src: Source, opts: IngestOptions) -> pa.Table:
             raise InputError("generic-jsonl needs a mapping with at least request_id and ts", path=src.label,
                              hint="add [sources.columns] to incident.toml")
         paths = {f_: _json_path(c) for f_, c in cols.items()}
-    records = read_records(case, src, opts, "csv" if csv else "ndjson")
+    records = read_records(case, src, opts, "csv" if csv else "ndjson", blanks)
     params: dict[str, Any] = {"maxb": opts.max_line_bytes}
     parts = []
     for f_ in MAPPABLE_FIELDS:
@@ -130,7 +131,8 @@ def _csv_columns(case: Case, src: Source) -> list[str]:
         desc = case.con.execute(
             "DESCRIBE SELECT * FROM read_csv($p, all_varchar = true, header = true, store_rejects = true, "
             "rejects_table = $rt, rejects_scan = $rs, max_line_size = 134217728)",
-            {"p": str(src.paths[0]), "rt": f"src{n}_hdr_rejects", "rs": f"src{n}_hdr_scan"}).fetchall()
+            {"p": str(duckdb_path(src.paths[0], case.path / "tmp")), "rt": f"src{n}_hdr_rejects",
+             "rs": f"src{n}_hdr_scan"}).fetchall()
     except Exception as e:
         raise InputError(f"cannot read as CSV: {e}", path=src.label) from None
     return [r[0] for r in desc]
