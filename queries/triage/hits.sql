@@ -3,7 +3,7 @@
 -- Params: $models, $window_start, $window_end, $pool_tokens, $context_tokens, $rule
 --
 -- Model: exact match with one of the incident's aliases (glm-5.3-air is another model).
--- Window: inclusive at both ends. A request whose start is only known to lie in [ts, ts +
+-- Window: inclusive at both ends, at the source's precision (ts_extra_ns: 1 ns after the end is outside). A request whose start is only known to lie in [ts, ts +
 -- ts_granularity_s) (the SGLang metrics export: an hour) is in scope when that span meets the window, and
 -- -- counts as affected only when the whole span lies inside it; otherwise "possibly-affected". Rules: the
 -- macro kvir_rule_threshold (public = more than the pool; engine = SGLang's max_req_input_len).
@@ -22,7 +22,7 @@ WITH scoped AS (
         r.prompt_tokens >= kvir_rule_threshold('engine', $pool_tokens, $context_tokens) AS engine_hit
     FROM requests AS r
     WHERE r.model IN (SELECT unnest($models))
-      AND r.ts <= $window_end
+      AND r.ts <= $window_end AND NOT (r.ts = $window_end AND coalesce(r.ts_extra_ns, 0) > 0)   -- kvir_in_window
       -- a plain bound first (coarse times are at most a day wide), so DuckDB pushes it into a Parquet
       -- scan and skips row groups; the exact test for coarse times follows
       AND r.ts > $window_start - INTERVAL 1 DAY

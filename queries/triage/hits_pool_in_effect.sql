@@ -29,7 +29,7 @@ scoped AS (
     SELECT r.*, row_number() OVER (ORDER BY r.request_id, r.ts) AS k_row
     FROM requests AS r, floor_ AS f
     WHERE r.model IN (SELECT unnest($models))
-      AND r.ts <= $window_end
+      AND r.ts <= $window_end AND NOT (r.ts = $window_end AND coalesce(r.ts_extra_ns, 0) > 0)   -- kvir_in_window
       AND r.ts > $window_start - INTERVAL 1 DAY     -- as in triage/hits: a plain bound reaches the scan
       AND (r.ts >= $window_start
            OR (coalesce(r.ts_granularity_s, 0) > 0 AND r.ts + r.ts_granularity_s * INTERVAL 1 SECOND > $window_start))

@@ -100,16 +100,16 @@ def public_path(text: str) -> str:
     return text
 
 
-def abandon_all() -> list[Path]:
+def abandon_all() -> list[str]:
     """Drop the staged work of every writer of this process (on Ctrl-C, just before exiting): each case stays as
-    it was, and is returned. A swap cut between its two renames is undone."""
+    it was, and is said so (or that it was not written). A swap cut between its two renames is undone."""
     cases = []
     for w in list(_ACTIVE):
         shutil.rmtree(w.staging, ignore_errors=True)
         olds = sorted(w.case.parent.glob(f".{w.case.name}.kvir-old-*"))
         if olds and not w.case.exists():
             os.rename(olds[0], w.case)
-        cases.append(w.case)
+        cases.append(f"{w.case} left as it was" if w.case.exists() else f"{w.case} not written")
         _ACTIVE.discard(w)
     return cases
 

@@ -28,6 +28,9 @@ WITH scoped AS (
         EXPLODE(:models)
     )
     AND r.ts <= :window_end
+    AND NOT (
+      r.ts = :window_end AND COALESCE(r.ts_extra_ns, 0) > 0
+    )
     AND r.ts > :window_start - INTERVAL '1' DAY
     AND (
       r.ts >= :window_start

@@ -160,7 +160,7 @@ def _on_signal(signum: int, frame: Any) -> None:
     try:
         cases = abandon_all()
         what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
-        kept = f"; {', '.join(visible(str(c)) for c in cases)} left as it was" if cases else ""
+        kept = "".join(f"; {visible(c)}" for c in cases)
         os.write(2, ("\n" if os.isatty(2) else "").encode() + f"kvir: {what}{kept}\n".encode())
     finally:
         os._exit(128 + signum)
