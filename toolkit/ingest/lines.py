@@ -254,9 +254,11 @@ def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit,
         last_nl = int(nl[-1])
         body = arr[start: last_nl + 1]
         carry = arr[last_nl + 1: size].copy()
-        batch = emit(*_validated(body, nl - start if start else nl), line_no, max_line_bytes)
-        line_no += batch.num_rows
-        yield from _without_blanks(batch, blanks)
+        body, nl, repaired = _validated(body, nl - start if start else nl)
+        batch = emit(body, nl, repaired, line_no, max_line_bytes, blanks=blanks)
+        line_no += len(nl)
+        if batch.num_rows:
+            yield batch
         if len(carry) > max_line_bytes:
             skipping, carry, skip_cr = len(carry), b"", bool(carry[-1] == 13)
     if skipping:   # an over-long last line without a newline (a trailing \r ends it, as for short lines)
@@ -264,34 +266,9 @@ def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit,
     elif len(carry):  # last line without a trailing newline
         body = np.concatenate([np.frombuffer(carry, np.uint8) if isinstance(carry, bytes) else carry,
                                np.array([10], np.uint8)])
-        yield from _without_blanks(emit(*_validated(body, np.array([len(body) - 1], np.int64)), line_no,
-                                        max_line_bytes), blanks)
-
-
-def _without_blanks(batch: pa.RecordBatch, blanks: Callable[[int], None] | None) -> Iterator[pa.RecordBatch]:
-    """The batch, less its empty lines when they are to be counted only (blanks(n)); nothing when all are."""
-    if blanks is None:
-        yield batch
-        return
-    lengths = batch.column("line_bytes").to_numpy()
-    keep = lengths != 0
-    n = len(keep) - int(np.count_nonzero(keep))
-    if not n:
-        yield batch
-        return
-    blanks(n)
-    if n < len(keep):
-        yield pa.RecordBatch.from_arrays([_take(c, keep) for c in batch.columns], schema=batch.schema)
-
-
-def _take(col: pa.Array, keep: np.ndarray) -> pa.Array:
-    """The rows of `col` where keep is true. Arrow's take has no string_view kernel: a view column keeps its
-    data buffers and loses the views (16 bytes each) of the rows dropped."""
-    if col.type != pa.string_view():
-        return pa.array(col.to_numpy(zero_copy_only=False)[keep], col.type)
-    bufs = col.buffers()
-    views = np.frombuffer(bufs[1], np.uint8, count=16 * (col.offset + len(col))).reshape(-1, 16)[col.offset:][keep]
-    return pa.Array.from_buffers(col.type, int(keep.sum()), [None, pa.py_buffer(views.copy()), *bufs[2:]])
+        batch = emit(*_validated(body, np.array([len(body) - 1], np.int64)), line_no, max_line_bytes, blanks=blanks)
+        if batch.num_rows:
+            yield batch
 
 
 def _validated(body: np.ndarray, nl: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -318,7 +295,7 @@ def _validated(body: np.ndarray, nl: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _blob_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_rows: np.ndarray | None, first_line_no: int,
-                max_line_bytes: int, skipped_len: int | None = None) -> pa.RecordBatch:
+                max_line_bytes: int, skipped_len: int | None = None, blanks=None) -> pa.RecordBatch:
     """One row per line, BLOB with the newline. Over-long lines keep their length but lose content."""
     if skipped_len is not None:
         return _single(first_line_no, skipped_len, text=False)
@@ -341,8 +318,10 @@ def _blob_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_rows: n
 
 
 def _text_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_rows: np.ndarray | None, first_line_no: int,
-                max_line_bytes: int, skipped_len: int | None = None) -> pa.RecordBatch:
-    """One row per line, a string view over the chunk without the terminator (\\n or \\r\\n)."""
+                max_line_bytes: int, skipped_len: int | None = None,
+                blanks: Callable[[int], None] | None = None) -> pa.RecordBatch:
+    """One row per line, a string view over the chunk without the terminator (\\n or \\r\\n). With blanks,
+    empty lines get no row (their number is passed to blanks): a file of blank lines costs no views."""
     if skipped_len is not None:
         return _single(first_line_no, skipped_len, text=True)
     n = len(nl)
@@ -351,15 +330,29 @@ def _text_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_rows: n
         starts[0] = 0
         starts[1:] = nl[:-1] + 1
     lengths = nl - starts
+    numbers: np.ndarray | None = None
+    repaired = repaired_rows if repaired_rows is not None else np.zeros(n, bool)
+    if blanks is not None:                   # empty lines first, before any per-line work
+        keep = np.flatnonzero(lengths)
+        if len(keep) < n:
+            starts, lengths, nl, repaired = starts[keep], lengths[keep], nl[keep], repaired[keep]
+            numbers = keep + first_line_no
     cr = (lengths > 0) & (body[np.maximum(nl - 1, 0)] == 13)
     lengths -= cr
+    if numbers is None:
+        numbers = np.arange(first_line_no, first_line_no + len(nl), dtype=np.int64)
+    if blanks is not None:
+        keep = np.flatnonzero(lengths)       # a line of a lone \r is empty too
+        if len(keep) < len(lengths):
+            starts, lengths, numbers, repaired = starts[keep], lengths[keep], numbers[keep], repaired[keep]
+        if len(lengths) < n:
+            blanks(n - len(lengths))
     too_long = lengths > max_line_bytes
     shown = np.where(too_long, 0, lengths).astype(np.int32)
     lines = _string_views(body, starts, shown)
-    repaired = repaired_rows if repaired_rows is not None else np.zeros(n, bool)
     return pa.RecordBatch.from_arrays(
-        [pa.array(np.arange(first_line_no, first_line_no + n, dtype=np.int64)), lines,
-         pa.array(lengths.astype(np.int64)), pa.array(repaired)], schema=TEXT_SCHEMA)
+        [pa.array(numbers), lines, pa.array(lengths.astype(np.int64)), pa.array(repaired)],
+        schema=TEXT_SCHEMA)
 
 
 def _string_views(body: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
