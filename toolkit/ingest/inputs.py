@@ -46,11 +46,15 @@ def is_glob(text: str, path: Path) -> bool:
 
 
 def glob_under(base: Path, pattern: str) -> list[str]:
-    """glob.glob of `pattern` relative to `base` (absolute patterns as they are); the base is literal, so
-    a folder named `logs[2026]` holds the matches instead of being read as a pattern itself."""
-    if Path(pattern).is_absolute():
-        return glob.glob(pattern, recursive=True)
-    return glob.glob(os.path.join(glob.escape(str(base)), pattern), recursive=True)
+    """glob.glob of `pattern` relative to `base` (an absolute pattern as it is). The folders it starts with that
+    exist as written are literal (the base always is): in `logs[2026]/a*.jsonl` only `a*.jsonl` is a pattern."""
+    full = Path(pattern) if Path(pattern).is_absolute() else base / pattern
+    parts = full.parts
+    n = 1
+    while n < len(parts) and Path(*parts[:n + 1]).is_dir():
+        n += 1
+    literal = glob.escape(str(Path(*parts[:n])))
+    return glob.glob(os.path.join(literal, *parts[n:]) if n < len(parts) else literal, recursive=True)
 
 
 def collect_inputs(paths: list[str | Path], spec: IncidentSpec | None) -> Inputs:

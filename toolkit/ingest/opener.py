@@ -234,9 +234,13 @@ def text_encoding(path: str | Path) -> str:
 
 
 def duckdb_path(path: str | Path, spill: Path) -> Path:
-    """A path DuckDB reads as UTF-8 text: the file itself, or (UTF-16/32 text) a UTF-8 copy under `spill`."""
+    """A path DuckDB reads as UTF-8 text: the file itself, or a UTF-8 copy under `spill` for UTF-16/32 text
+    and for a compressed file whose name does not say so (DuckDB decompresses by the file's extension)."""
     path = Path(path)
-    if text_encoding(path) in ("utf-8", "utf-8-sig"):
+    with open_input(path) as f:
+        encoding, compression = f.encoding, f.compression
+    named = {"gzip": (".gz", ".gzip"), "zstd": (".zst", ".zstd")}.get(compression or "", ())
+    if encoding in ("utf-8", "utf-8-sig") and (compression is None or path.suffix.lower() in named):
         return path
     spill.mkdir(parents=True, exist_ok=True)
     copy = spill / f"utf8-{os.getpid()}-{abs(hash(str(path.resolve())))}{''.join(s for s in path.suffixes if s not in ('.gz', '.zst'))}"
