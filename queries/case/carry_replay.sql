@@ -8,7 +8,7 @@
 -- start-ups (queries/replay/incident_facts.sql, node_configs.sql). Its result still holds when all of that
 -- is unchanged: the response is still affected with the same record (times, account, lengths, nodes), the
 -- node's history up to it is the same (a sum of the row hashes of exactly the columns node_history reads,
--- and their count), and the incident table and node_configs are the same sets of rows. Run after triage has
+-- and their count), and the incident table (but for the spec's path) and node_configs are the same sets of rows. Run after triage has
 -- written `affected` and `requests`; case/carry copies the rows that hold (why_not IS NULL).
 CREATE OR REPLACE TEMP TABLE replay_carry AS
 WITH targets AS (
@@ -44,9 +44,11 @@ history_now AS (
         WINDOW w AS (PARTITION BY r.decode_node ORDER BY r.ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
     ) AS h JOIN now AS t ON t.request_id = h.request_id AND t.decode_node IS NOT DISTINCT FROM h.decode_node
 ),
-facts AS (
-    SELECT count(*) AS changed FROM ((SELECT * FROM __prior__.incident EXCEPT SELECT * FROM incident)
-                                     UNION ALL (SELECT * FROM incident EXCEPT SELECT * FROM __prior__.incident))
+facts AS (   -- where the spec file lies is no fact the replay reads
+    SELECT count(*) AS changed FROM (
+        (SELECT * FROM __prior__.incident WHERE key <> 'spec_path' EXCEPT SELECT * FROM incident WHERE key <> 'spec_path')
+        UNION ALL
+        (SELECT * FROM incident WHERE key <> 'spec_path' EXCEPT SELECT * FROM __prior__.incident WHERE key <> 'spec_path'))
 )
 SELECT t.request_id,
     CASE WHEN (SELECT changed FROM facts) > 0 THEN 'the incident spec changed (the facts the replay read)'

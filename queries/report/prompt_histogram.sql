@@ -6,7 +6,7 @@ SELECT CAST(floor(log10(greatest(r.prompt_tokens, 1)) * $bins_per_decade) AS INT
        sum(CASE WHEN a.request_id IS NOT NULL THEN 1 ELSE 0 END) AS n_affected
 FROM requests AS r
 LEFT JOIN affected AS a ON a.request_id = r.request_id
-WHERE list_contains($models, r.model) AND kvir_in_window(r.ts, r.ts_extra_ns, $window_start, $window_end)
+WHERE list_contains($models, r.model) AND r.ts >= $window_start AND r.ts <= $window_end
   AND r.prompt_tokens IS NOT NULL
 GROUP BY 1
 ORDER BY 1

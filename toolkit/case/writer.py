@@ -133,24 +133,23 @@ class Writer:
         if case.exists() and not case.is_dir():
             raise KvirError("exists and is not a folder", path=str(given))
         if case.is_dir() and any(case.iterdir()) and (why := not_a_case(case)):
-            raise KvirError(f"is a folder that is not a kvir case ({why}) and not empty: refusing to write into it",
+            raise KvirError(f"is a folder that is not a kvir case and not empty ({why}): refusing to write into it",
                             path=str(given), hint="give a new or empty folder, or an existing case")
         case.parent.mkdir(parents=True, exist_ok=True)
         fd = _lock(case)
+        w = cls(case, case.parent / f".{case.name}.kvir-new-{os.getpid()}", fd)
+        _ACTIVE.add(w)              # before the staging folder exists: Ctrl-C while it is copied drops it too
+        _STAGED[str(w.staging)] = str(given)
         try:
             _recover(case)
-            staging = case.parent / f".{case.name}.kvir-new-{os.getpid()}"
             if fresh or not case.exists():
-                staging.mkdir()
+                w.staging.mkdir()
             else:
-                shutil.copytree(case, staging, symlinks=True)
-            write_marker(staging)
-            w = cls(case, staging, fd)
-            _ACTIVE.add(w)
-            _STAGED[str(staging)] = str(given)
+                shutil.copytree(case, w.staging, symlinks=True)
+            write_marker(w.staging)
             return w
         except BaseException:
-            _unlock(fd)
+            w.release()
             raise
 
     def commit(self) -> None:
