@@ -22,27 +22,29 @@ now AS (
     SELECT a.request_id, a.ts, a.ts_end, a.account_id, a.prompt_tokens, a.completion_tokens, a.prefill_node, a.decode_node
     FROM affected AS a JOIN targets USING (request_id)
 ),
-history_was AS (
-    SELECT h.request_id, h.sig, h.n FROM (
-        SELECT r.request_id, r.decode_node,
+history AS (       -- both states' requests on the targets' decode nodes, each target's prefix signature
+    SELECT h.side, h.request_id, h.decode_node, h.sig, h.n FROM (
+        SELECT r.side, r.request_id, r.decode_node,
                sum(hash(r.request_id, r.account_id, r.ts, r.ts_end, r.prompt_tokens, r.completion_tokens, r.prefill_node,
                         r.outcome, r.http_status)::HUGEINT) OVER w AS sig,
                count(*) OVER w AS n
-        FROM __prior__.requests AS r
-        WHERE r.decode_node IN (SELECT decode_node FROM was)
-        WINDOW w AS (PARTITION BY r.decode_node ORDER BY r.ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-    ) AS h JOIN was AS t ON t.request_id = h.request_id AND t.decode_node IS NOT DISTINCT FROM h.decode_node
+        FROM (SELECT 'was' AS side, request_id, account_id, ts, ts_end, prompt_tokens, completion_tokens, prefill_node,
+                     outcome, http_status, decode_node
+              FROM __prior__.requests WHERE decode_node IN (SELECT decode_node FROM was)
+              UNION ALL
+              SELECT 'now', request_id, account_id, ts, ts_end, prompt_tokens, completion_tokens, prefill_node,
+                     outcome, http_status, decode_node
+              FROM requests WHERE decode_node IN (SELECT decode_node FROM now)) AS r
+        WINDOW w AS (PARTITION BY r.side, r.decode_node ORDER BY r.ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+    ) AS h JOIN targets USING (request_id)
+),
+history_was AS (
+    SELECT h.request_id, h.sig, h.n FROM history AS h JOIN was AS t USING (request_id)
+    WHERE h.side = 'was' AND h.decode_node IS NOT DISTINCT FROM t.decode_node
 ),
 history_now AS (
-    SELECT h.request_id, h.sig, h.n FROM (
-        SELECT r.request_id, r.decode_node,
-               sum(hash(r.request_id, r.account_id, r.ts, r.ts_end, r.prompt_tokens, r.completion_tokens, r.prefill_node,
-                        r.outcome, r.http_status)::HUGEINT) OVER w AS sig,
-               count(*) OVER w AS n
-        FROM requests AS r
-        WHERE r.decode_node IN (SELECT decode_node FROM now)
-        WINDOW w AS (PARTITION BY r.decode_node ORDER BY r.ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-    ) AS h JOIN now AS t ON t.request_id = h.request_id AND t.decode_node IS NOT DISTINCT FROM h.decode_node
+    SELECT h.request_id, h.sig, h.n FROM history AS h JOIN now AS t USING (request_id)
+    WHERE h.side = 'now' AND h.decode_node IS NOT DISTINCT FROM t.decode_node
 ),
 facts AS (   -- where the spec file lies is no fact the replay reads
     SELECT count(*) AS changed FROM (

@@ -227,12 +227,6 @@ def _skip(raw: RawInput, n: int) -> None:
         got += k
 
 
-def text_encoding(path: str | Path) -> str:
-    """utf-8, utf-8-sig (a UTF-8 byte-order mark), or the UTF-16/32 codec a byte-order mark names."""
-    with open_input(path) as f:
-        return f.encoding
-
-
 def duckdb_path(path: str | Path, spill: Path) -> Path:
     """A path DuckDB reads as UTF-8 text: the file itself, or a UTF-8 copy under `spill` for UTF-16/32 text
     and for a compressed file whose name does not say so (DuckDB decompresses by the file's extension)."""
