@@ -364,7 +364,10 @@ def test_a_damaged_case_file_is_one_line_naming_it(pristine, tmp_path, damage):
     CORRUPTIONS[damage](case)
     before = {p.name: p.read_bytes() for p in case.iterdir() if p.is_file()}
     what = "manifest.json" if "manifest" in damage else "case.duckdb"
-    for cmd in (["report", "--case", str(case), "-q"], ["replay", "--case", str(case), "-q"]):
+    cmds = [["report", "--case", str(case), "-q"]]
+    if damage in ("flipped header block", "broken manifest"):      # replay imports torch: two kinds suffice
+        cmds.append(["replay", "--case", str(case), "-q"])
+    for cmd in cmds:
         res = subprocess.run([*KVIR, *cmd], capture_output=True, text=True, timeout=600)
         assert res.returncode == 2, (cmd, res.stderr[-3000:])
         lines = res.stderr.strip().splitlines()
