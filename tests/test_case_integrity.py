@@ -374,3 +374,18 @@ def test_a_damaged_case_file_is_one_line_naming_it(pristine, tmp_path, damage):
         assert len(lines) == 1 and "damaged" in lines[0] and str(case / what) in lines[0], (cmd, res.stderr)
         assert "kvir-new" not in lines[0]
     assert {p.name: p.read_bytes() for p in case.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize("damage", ["zeroed header", "garbage over its data", "broken manifest"])
+def test_triage_over_a_damaged_case_replaces_it_and_says_what_was_lost(pristine, fleets, tmp_path, damage):
+    """Triage is how a damaged case is recovered: it writes a new one, and says that nothing of the old one
+    (audit, replays) could be kept and why."""
+    case = tmp_path / "case"
+    shutil.copytree(pristine, case)
+    CORRUPTIONS[damage](case)
+    res = subprocess.run(_triage_cmd(fleets / "small", case), capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert _state(case) == json.loads((fleets / "small" / "ground_truth" / "summary.json").read_text())["requests"]
+    if "manifest" not in damage:
+        assert "removed from the previous case: everything the previous case held: its case.duckdb cannot be read" \
+            in res.stderr

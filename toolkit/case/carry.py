@@ -37,6 +37,7 @@ _PRIOR = "kvir_prior"
 class Carried:
     kept: list[str] = field(default_factory=list)
     removed: list[dict[str, str]] = field(default_factory=list)
+    copied: list[str] = field(default_factory=list, repr=False)     # tables created here (dropped if it fails)
 
     def as_dict(self) -> dict[str, Any]:
         return {"kept": self.kept, "removed": self.removed}
@@ -49,7 +50,7 @@ def carry_over(case: Case, previous: Path, written: set[str]) -> Carried:
     """Into the staged `case` (triage's tables and files written: `written` names its files), what still
     holds of the case at `previous`; recorded in case.manifest["carried_over"]."""
     out = Carried()
-    previous = Path(previous)
+    previous = Path(previous).resolve()
     if not (previous / CASE_DB).is_file() or not is_case(previous):
         return out
     try:
@@ -70,6 +71,15 @@ def carry_over(case: Case, previous: Path, written: set[str]) -> Carried:
                                            {"d": _PRIOR}).fetchall()}
         whole = _carry_audit(case, prior, old_manifest, out) | _carry_probe(case, prior, out)
         replayed, partial = _carry_replay(case, prior, old_manifest, out)
+    except (duckdb.Error, KvirError) as e:     # damage deeper in the old database than ATTACH reads
+        if not is_damage(e.__cause__ or e):
+            raise
+        for t in out.copied:
+            con.execute(f"DROP TABLE IF EXISTS {t}")                 # kvir's own table names
+        for key in ("audit", "replay", "carried_queries"):
+            case.manifest.pop(key, None)
+        return _record(case, Carried(removed=[{"what": "everything the previous case held",
+                                                "why": f"its case.duckdb cannot be read ({' '.join(str(e).split())[:200]})"}]))
     finally:
         con.execute(f"DETACH {_PRIOR}")
     _carry_files(case, previous, written, whole | (replayed - partial), partial, out)
@@ -82,8 +92,9 @@ def _record(case: Case, out: Carried) -> Carried:
     return out
 
 
-def _copy(case: Case, table: str) -> int:
+def _copy(case: Case, table: str, out: Carried) -> int:
     case.con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM {_PRIOR}.{table}")   # kvir's table names
+    out.copied.append(table)
     return case.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
@@ -95,7 +106,7 @@ def _carry_audit(case: Case, prior: set[str], manifest: dict[str, Any], out: Car
         out.removed.append({"what": "the audit's tables (" + ", ".join(tables) + ")",
                             "why": "this triage read start-up logs itself (--startup): its node_configs replace them"})
         return set()
-    n = {t: _copy(case, t) for t in tables}
+    n = {t: _copy(case, t, out) for t in tables}
     for key in ("audit",):
         if key in manifest:
             case.manifest[key] = manifest[key]
@@ -109,7 +120,7 @@ def _carry_probe(case: Case, prior: set[str], out: Carried) -> set[str]:
     tables = [t for t in PROBE_TABLES if t in prior]
     if not tables:
         return set()
-    n = {t: _copy(case, t) for t in tables}
+    n = {t: _copy(case, t, out) for t in tables}
     counts = case.manifest.setdefault("counts", {})
     counts.update(n)
     out.kept.append(f"probe: {n.get('probe_runs', 0):,} live probe runs (independent of the logs)")
@@ -132,6 +143,7 @@ def _carry_replay(case: Case, prior: set[str], manifest: dict[str, Any], out: Ca
         return set(), set()
     con.execute(f"CREATE OR REPLACE TABLE replay_results AS SELECT * FROM {_PRIOR}.replay_results "
                 "WHERE request_id IN (SELECT request_id FROM replay_carry WHERE why_not IS NULL)")
+    out.copied += ["replay_results", "replay_exposure"]
     if "replay_exposure" in prior:
         con.execute(f"CREATE OR REPLACE TABLE replay_exposure AS SELECT * FROM {_PRIOR}.replay_exposure "
                     "WHERE reader_request_id IN (SELECT request_id FROM replay_carry WHERE why_not IS NULL)")
