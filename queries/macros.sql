@@ -57,13 +57,40 @@ CREATE OR REPLACE MACRO kvir_local_to_utc(t, tz, off_min) AS CASE
 
 -- Unix time of unknown unit -> microseconds, or NULL when no unit lands in 1990-2100.
 -- Bounds: 1990-01-01 = 631152000 s, 2100-01-01 = 4102444800 s; the unit ranges do not overlap.
+-- Rounded down, as DuckDB casts a finer ISO time: what lies below the microsecond is kvir_ts_extra_ns.
 CREATE OR REPLACE MACRO kvir_epoch_us(v) AS CASE
     WHEN v IS NULL THEN NULL
-    WHEN v >= 631152000 AND v < 4102444800 THEN CAST(round(v * 1000000) AS BIGINT)
-    WHEN v >= 631152000000 AND v < 4102444800000 THEN CAST(round(v * 1000) AS BIGINT)
-    WHEN v >= 631152000000000 AND v < 4102444800000000 THEN CAST(round(v) AS BIGINT)
-    WHEN v >= 631152000000000000 AND v < 4102444800000000000 THEN CAST(v // 1000 AS BIGINT)
+    WHEN v >= 631152000 AND v < 4102444800 THEN CAST(floor(v * 1000000) AS BIGINT)
+    WHEN v >= 631152000000 AND v < 4102444800000 THEN CAST(floor(v * 1000) AS BIGINT)
+    WHEN v >= 631152000000000 AND v < 4102444800000000 THEN CAST(floor(v) AS BIGINT)
+    WHEN v >= 631152000000000000 AND v < 4102444800000000000 THEN CAST(CAST(floor(v) AS HUGEINT) // 1000 AS BIGINT)
     ELSE NULL END;
+
+-- Nanoseconds of a Unix time beyond its microsecond (0-999), by the unit kvir_epoch_us finds.
+CREATE OR REPLACE MACRO kvir_epoch_extra_ns(v) AS CASE
+    WHEN v IS NULL THEN NULL
+    WHEN v >= 631152000 AND v < 4102444800 THEN CAST(floor(v * 1000000000) AS HUGEINT) % 1000
+    WHEN v >= 631152000000 AND v < 4102444800000 THEN CAST(floor(v * 1000000) AS HUGEINT) % 1000
+    WHEN v >= 631152000000000 AND v < 4102444800000000 THEN CAST(floor(v * 1000) AS HUGEINT) % 1000
+    WHEN v >= 631152000000000000 AND v < 4102444800000000000 THEN CAST(floor(v) AS HUGEINT) % 1000
+    ELSE NULL END;
+
+-- What a time written finer than a microsecond says beyond the microsecond kvir keeps as ts (SMALLINT,
+-- 0-999 ns; NULL when the text is not that fine): the 7th-9th digits of an ISO-8601 fraction, or the digits
+-- below the microsecond of a Unix number in s, ms, us or ns. ts (rounded down) and this together are the
+-- time at the source's precision: the window test (kvir_in_window) compares both.
+CREATE OR REPLACE MACRO kvir_ts_extra_ns(s) AS CAST(CASE
+    WHEN s IS NULL THEN NULL
+    WHEN kvir_ts_kind(CAST(s AS VARCHAR)) = 'epoch'
+        THEN kvir_epoch_extra_ns(TRY_CAST(trim(CAST(s AS VARCHAR)) AS DECIMAL(38, 9)))
+    WHEN regexp_matches(CAST(s AS VARCHAR), '[0-9]:[0-9]{2}[.,][0-9]{7}')
+        THEN CAST(rpad(regexp_extract(CAST(s AS VARCHAR), '[0-9]:[0-9]{2}[.,][0-9]{6}([0-9]{1,3})', 1), 3, '0') AS INTEGER)
+    END AS SMALLINT);
+
+-- Is a start inside the window [ws, we] (both ends inclusive, microsecond bounds)? ts is the start rounded
+-- down to the microsecond and extra_ns what the source said below it: a start 1 ns after the end is outside.
+CREATE OR REPLACE MACRO kvir_in_window(ts, extra_ns, ws, we) AS
+    ts >= ws AND (ts < we OR (ts = we AND coalesce(extra_ns, 0) = 0));
 
 CREATE OR REPLACE MACRO kvir_epoch_to_utc(x) AS
     timezone('UTC', make_timestamp(kvir_epoch_us(TRY_CAST(CAST(x AS VARCHAR) AS DECIMAL(38, 9)))));
@@ -202,6 +229,10 @@ CREATE OR REPLACE MACRO kvir_count(x) AS CASE
 
 -- Non-empty trimmed text or NULL.
 CREATE OR REPLACE MACRO kvir_text(x) AS nullif(trim(CAST(x AS VARCHAR)), '');
+-- The one normalisation of identifiers (request_id, bootstrap_room, account_id), applied to every adapter's
+-- output by the shared epilogue (kvir.ingest.epilogue): whitespace at either end (space, tab, CR, LF, VT, FF)
+-- is not part of an id, and an id of whitespace only is no id. So ' r1', 'r1 ' and 'r1' are one request.
+CREATE OR REPLACE MACRO kvir_id(x) AS nullif(trim(CAST(x AS VARCHAR), e' \t\r\n\x0b\x0c'), '');
 
 -- Outcome of a request from the HTTP status the client got.
 CREATE OR REPLACE MACRO kvir_outcome_from_status(st) AS CASE

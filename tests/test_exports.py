@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 
 import duckdb
+import pytest
 
 from kvir.case.export import neutralise_cell, write_csv
 
@@ -50,3 +51,25 @@ def test_a_view_and_a_table_export_the_same_neutralised_cells(tmp_path):
         rows = {int(r.pop("i")): r for r in csv.DictReader(path.open(encoding="utf-8"))}
         assert rows == expected, name
     assert (tmp_path / "t.csv").read_bytes() == (tmp_path / "v.csv").read_bytes()
+
+
+# Every first character OWASP's CSV-injection guidance lists (= + - @, tab, carriage return): each one alone
+# in its own table, so that neither the SQL guard's cell test nor the column pre-check that decides which
+# columns get it can miss one (issue #26 item 16: dropping '-' from either passed the whole suite).
+OWASP_STARTS = ["=", "+", "-", "@", "\t", "\r"]
+
+
+@pytest.mark.parametrize("first", OWASP_STARTS, ids=["eq", "plus", "minus", "at", "tab", "cr"])
+def test_every_formula_start_is_neutralised_by_the_sql_guard(tmp_path, first):
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT * FROM (VALUES (1, $v), (2, 'plain')) v(i, cell)",
+                {"v": first + "cmd|' /C calc'!A0"})
+    path = write_csv(con, "t", tmp_path / "t.csv")
+    rows = {int(r["i"]): r["cell"] for r in csv.DictReader(open(path, newline=""))}
+    assert rows == {1: "'" + first + "cmd|' /C calc'!A0", 2: "plain"}
+
+
+@pytest.mark.parametrize("first", OWASP_STARTS, ids=["eq", "plus", "minus", "at", "tab", "cr"])
+def test_every_formula_start_is_neutralised_by_the_python_guard(first):
+    assert neutralise_cell(first + "1+1") == "'" + first + "1+1"
+    assert neutralise_cell("a" + first) == "a" + first          # only the first character decides

@@ -4,6 +4,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -62,12 +65,35 @@ def test_missing_path_and_unknown_format(spec, tmp_path):
         kvir.triage(spec(), [odd], out=tmp_path / "c", format="apache")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def without_file_permission_override(cmd: list[str]) -> list[str]:
+    """`cmd` run so that file modes bind it: as root (as CI runs), with the capabilities that let root read
+    any file (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) dropped from its bounding set, which an exec cannot
+    regain; as anyone else, as it is."""
+    if os.geteuid() != 0:
+        return cmd
+    assert shutil.which("setpriv"), "setpriv (util-linux) is needed to test unreadable files as root"
+    caps = "-dac_override,-dac_read_search"
+    return ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}", *cmd]
+
+
 def test_unreadable_file(spec, tmp_path):
-    f = write(tmp_path / "d.jsonl", fin("2026-08-30T10:00:00", "a", 700000) + "\n")
+    """An input the user may not read: alone, one error line naming it (exit 2); beside a readable one, skipped
+    with its reason and listed, the other triaged. Run where root's override cannot read it (see above)."""
+    f = write(tmp_path / "logs" / "d.jsonl", fin("2026-08-30T10:00:00", "a", 700000) + "\n")
+    write(tmp_path / "logs" / "e.jsonl", fin("2026-08-30T10:00:00", "b", 700000) + "\n")
     f.chmod(0)
-    with pytest.raises(InputError, match="no readable input .*unreadable"):
-        kvir.triage(spec(), [f], out=tmp_path / "c", source_tz=CHI)
+    kvir_cmd = [sys.executable, "-m", "kvir.cli.app", "triage", "-i", str(spec()), "--source-tz", CHI, "-q", "--json"]
+    alone = subprocess.run(without_file_permission_override([*kvir_cmd, "-o", str(tmp_path / "c1"), str(f)]),
+                           capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 2, alone.stderr
+    assert alone.stderr.count("\n") == 1 and "no readable input" in alone.stderr and "unreadable" in alone.stderr
+    assert str(f) in alone.stderr
+    both = subprocess.run(without_file_permission_override([*kvir_cmd, "-o", str(tmp_path / "c2"), str(tmp_path / "logs")]),
+                          capture_output=True, text=True, timeout=300)
+    assert both.returncode == 0, both.stderr
+    summary = json.loads(both.stdout)["summary"]
+    assert summary["affected"] == 1 and summary["inputs_skipped"] == 1
+    assert "d.jsonl,unreadable: Permission denied" in (tmp_path / "c2" / "skipped.csv").read_text()
 
 
 def test_empty_special_and_broken_files_in_a_folder_are_skipped_and_listed(spec, tmp_path):

@@ -52,6 +52,7 @@ SELECT
     f.text AS raw,
     f.rid AS request_id,
     f.ts0 AS ts,
+    kvir_ts_extra_ns(f.j.created_at) AS ts_extra_ns,
     CASE WHEN f.duration_ms >= 0 THEN f.ts0 + kvir_span(f.duration_ms / 1000.0) END AS ts_end,
     f.account AS account_id,
     kvir_text(f.j.model) AS model,

@@ -51,6 +51,7 @@ SELECT
     f.text AS raw,
     'logpush:' || f.node || ':' || f.line_no AS request_id,
     f.ts0 AS ts,
+    kvir_ts_extra_ns(f.j.Timestamp) AS ts_extra_ns,
     CASE WHEN f.duration_ms >= 0 THEN f.ts0 + kvir_span(f.duration_ms / 1000.0) END AS ts_end,
     f.account AS account_id,
     f.model,

@@ -51,6 +51,7 @@ SELECT
     kvir_text(t.request_id) AS request_id,
     kvir_text(t.bootstrap_room) AS bootstrap_room,
     t.start_ts AS ts,
+    CASE WHEN t.ts0 IS NOT NULL THEN kvir_ts_extra_ns(t.ts_text) END AS ts_extra_ns,
     coalesce(t.ts1, t.start_ts + kvir_span(t.lat)) AS ts_end,
     kvir_text(t.account_id) AS account_id,
     coalesce(kvir_text(t.model), t.served_model) AS model,

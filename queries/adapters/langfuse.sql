@@ -64,6 +64,7 @@ SELECT
     c.text AS raw,
     c.rid AS request_id,
     c.ts0 AS ts,
+    kvir_ts_extra_ns(c.start_text) AS ts_extra_ns,
     c.ts1 AS ts_end,
     c.account AS account_id,
     c.model,

@@ -64,6 +64,7 @@ SELECT
     f.text AS raw,
     f.rid AS request_id,
     f.ts0 AS ts,
+    kvir_ts_extra_ns(f.j.startTime) AS ts_extra_ns,
     f.ts1 AS ts_end,
     f.account AS account_id,
     f.model,

@@ -101,6 +101,7 @@ SELECT
     r.verdict,
     coalesce(r.resp_id, r.trace_id || ':' || r.span_id) AS request_id,
     r.ts0 AS ts,
+    kvir_ts_extra_ns(r.start_ns) AS ts_extra_ns,
     r.ts1 AS ts_end,
     r.account AS account_id,
     coalesce(r.resp_model, r.req_model) AS model,

@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS records_text (
     reason VARCHAR,                  -- why skipped or quarantined (NULL for requests)
     request_id VARCHAR,
     bootstrap_room VARCHAR,          -- PD: shared by the prefill and decode copies of one request
-    ts TIMESTAMPTZ,                  -- request start, UTC
+    ts TIMESTAMPTZ,                  -- request start, UTC (rounded down to the microsecond)
+    ts_extra_ns SMALLINT,            -- the start's nanoseconds below ts's microsecond (0-999) when the source says
     ts_end TIMESTAMPTZ,
     ts_granularity_s INTEGER DEFAULT 0,  -- 0: exact; 3600: only the hour is known
     account_id VARCHAR,

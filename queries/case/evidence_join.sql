@@ -89,6 +89,8 @@ FROM ej_result AS x, __join__ AS j;
 CREATE OR REPLACE TEMP TABLE ej_merged AS
 SELECT b.* REPLACE (
         least(a.ts, b.ts) AS ts,
+        CASE WHEN (a.ts, coalesce(a.ts_extra_ns, 0)) < (b.ts, coalesce(b.ts_extra_ns, 0)) THEN a.ts_extra_ns
+             ELSE b.ts_extra_ns END AS ts_extra_ns,
         greatest(a.ts_end, b.ts_end) AS ts_end,
         CASE WHEN a.a_client_side THEN coalesce(a.account_id, b.account_id) ELSE coalesce(b.account_id, a.account_id) END AS account_id,
         CASE WHEN a.a_client_side THEN coalesce(a.model, b.model) ELSE coalesce(b.model, a.model) END AS model,

@@ -6,6 +6,12 @@
 --    The group's id is the decode side's rid (ties: the greatest rid, so no line order decides).
 --    A record without a room joins the room of a record with its request id (an SGLang scheduler's
 --    rejection line names only the rid): `request_adopted`, and `pd_room` below is the room either way.
+--    A room is a random number per request, but rooms repeat (across days, across decode nodes), and a join
+--    key never merges what the rids say differ: a room whose prefill side or whose other side holds more
+--    than one rid is *reused* (`room_keys`). Each non-prefill rid in it is then a request of its own, and
+--    each prefill rid joins the non-prefill rid nearest to it in time (each of those keeps the nearest
+--    prefill rid that chose it; a prefill rid left over is a request of its own). `pd_key` is the group:
+--    the room, or room/rid in a reused room. Requests of a reused room are conflicts (listed, with the room).
 -- 2. The same request seen by several sources (a gateway log and the engine log), or logged twice,
 --    shares a request id: one request. Each field comes from the most authoritative record that has it:
 --      outcome, http_status, model: gateway (what the client got) > decode > mixed > prefill
@@ -15,9 +21,12 @@
 --      account_id:           gateway > anything else
 --    and, between records of the same authority that disagree, the MOST EXPOSING reading: the largest
 --    prompt length, a served outcome before failed > aborted > rejected, one of the incident's models
---    (the `incident` table) before another; then the greatest value. The answer depends on the records
---    a request has, never on the order of the lines or files that hold them (an exposure cannot vanish
---    because a log was reversed or a page re-fetched).
+--    (the `incident` table) before another; then the greatest value. The account is the one of the most
+--    exposing record (an incident model, then served, then the longest prompt), never the one whose name
+--    sorts first: renaming an account cannot change who is notified. Only records exposing alike that name
+--    different accounts fall back on the name; every account is listed in the conflict (notify each).
+--    The answer depends on the records a request has, never on the order of the lines or files that hold
+--    them (an exposure cannot vanish because a log was reversed or a page re-fetched).
 --    ts is the earliest start any record gives that knows its time exactly (ts_granularity_s 0): a
 --    record known only to the hour (metrics export) widens nothing when an exact one exists; if all are
 --    hour-granular, the earliest lower bound with the widest granularity.
@@ -41,9 +50,39 @@ WHERE r.bootstrap_room IS NOT NULL
   AND r.request_id IN (SELECT q.request_id FROM records AS q WHERE q.bootstrap_room IS NULL AND q.request_id IS NOT NULL)
 GROUP BY r.request_id;
 
-CREATE OR REPLACE VIEW records_pd AS          -- records with the PD room they belong to (own or adopted)
+CREATE OR REPLACE VIEW records_roomed AS     -- records with the PD room they belong to (own or adopted)
 SELECT r.*, coalesce(r.bootstrap_room, a.room) AS pd_room
 FROM records AS r LEFT JOIN request_adopted AS a ON r.bootstrap_room IS NULL AND a.request_id = r.request_id;
+
+-- the rids of each room, per side (prefill / any other role), with the earliest time each gives
+CREATE OR REPLACE TABLE room_rids AS
+SELECT r.pd_room, r.request_id, coalesce(r.role = 'prefill', false) AS is_prefill, min(r.ts) AS t
+FROM records_roomed AS r
+WHERE r.pd_room IS NOT NULL AND r.request_id IS NOT NULL
+GROUP BY ALL;
+
+-- every rid of a reused room, with its group key (see 1. above)
+CREATE OR REPLACE TABLE room_keys AS
+WITH reused AS (
+    SELECT DISTINCT pd_room FROM room_rids GROUP BY pd_room, is_prefill HAVING count(*) > 1
+),
+s AS (SELECT x.* FROM room_rids AS x WHERE x.pd_room IN (SELECT pd_room FROM reused)),
+gaps AS (
+    SELECT p.pd_room, p.request_id AS p_rid, d.request_id AS d_rid, abs(epoch(d.t) - epoch(p.t)) AS gap
+    FROM s AS p JOIN s AS d ON d.pd_room = p.pd_room AND p.is_prefill AND NOT d.is_prefill
+    WHERE p.t IS NOT NULL AND d.t IS NOT NULL
+),
+nearest AS (SELECT pd_room, p_rid, arg_min(d_rid, (gap, d_rid)) AS d_rid, min(gap) AS gap FROM gaps GROUP BY ALL),
+pairs AS (SELECT pd_room, d_rid, arg_min(p_rid, (gap, p_rid)) AS p_rid FROM nearest GROUP BY ALL)
+SELECT s.pd_room, s.request_id, s.is_prefill,
+       s.pd_room || '/' || CASE WHEN s.is_prefill THEN coalesce(p.d_rid, s.request_id) ELSE s.request_id END AS pd_key
+FROM s LEFT JOIN pairs AS p ON s.is_prefill AND p.pd_room = s.pd_room AND p.p_rid = s.request_id;
+
+CREATE OR REPLACE VIEW records_pd AS          -- records with their room and their group in it (pd_key)
+SELECT r.*, coalesce(k.pd_key, r.pd_room) AS pd_key, k.pd_key IS NOT NULL AS room_reused
+FROM records_roomed AS r
+LEFT JOIN room_keys AS k ON r.pd_room IS NOT NULL AND k.pd_room = r.pd_room AND k.request_id = r.request_id
+     AND k.is_prefill = coalesce(r.role = 'prefill', false);
 
 CREATE OR REPLACE TABLE request_multi AS      -- hash(merged id) of each request that needs merging
 SELECT k FROM (
@@ -51,7 +90,7 @@ SELECT k FROM (
     WHERE r.pd_room IS NULL AND r.request_id IS NOT NULL
     UNION ALL
     SELECT hash(coalesce(max_by(r.request_id, (CASE r.role WHEN 'decode' THEN 3 WHEN 'mixed' THEN 2 WHEN 'prefill' THEN 0 ELSE 1 END, r.request_id))
-                             OVER (PARTITION BY r.pd_room), r.request_id)), true
+                             OVER (PARTITION BY r.pd_key), r.request_id)), true
     FROM records_pd AS r WHERE r.pd_room IS NOT NULL
 )
 GROUP BY k HAVING count(*) > 1 OR bool_or(roomed);
@@ -74,7 +113,7 @@ r AS (
 )
 SELECT r.*,
     coalesce(max_by(r.request_id, (CASE r.role WHEN 'decode' THEN 3 WHEN 'mixed' THEN 2 WHEN 'prefill' THEN 0 ELSE 1 END, r.request_id))
-                 OVER (PARTITION BY r.pd_room), r.request_id) AS merged_id
+                 OVER (PARTITION BY r.pd_key), r.request_id) AS merged_id
 FROM r WHERE r.pd_room IS NOT NULL
 UNION ALL
 SELECT r.*, r.request_id AS merged_id FROM r
@@ -85,10 +124,12 @@ WITH grouped AS (
     SELECT
         merged_id AS request_id,
         coalesce(min(ts) FILTER (WHERE coalesce(ts_granularity_s, 0) = 0), min(ts)) AS ts,
+        arg_min(ts_extra_ns, (ts, coalesce(ts_extra_ns, 0))) FILTER (WHERE coalesce(ts_granularity_s, 0) = 0) AS ts_extra_ns,
         max(ts_end) AS ts_end,
         CASE WHEN count(*) FILTER (WHERE coalesce(ts_granularity_s, 0) = 0) > 0 THEN 0
              ELSE max(ts_granularity_s) END AS ts_granularity_s,
-        max_by(account_id, (p_account, account_id)) FILTER (WHERE account_id IS NOT NULL) AS account_id,
+        max_by(account_id, (p_account, x_model, x_outcome, coalesce(prompt_tokens, -1), account_id))
+            FILTER (WHERE account_id IS NOT NULL) AS account_id,
         max_by(model, (p_outcome, x_model, model)) FILTER (WHERE model IS NOT NULL) AS model,
         max_by(model_other, (p_outcome, x_model, model_other)) FILTER (WHERE model_other IS NOT NULL) AS model_other0,
         min(model) AS model_lo, max(model) AS model_hi,
@@ -115,13 +156,14 @@ WITH grouped AS (
                  <> max(CASE WHEN role IS DISTINCT FROM 'prefill' THEN outcome END), false)
             OR coalesce(min(CASE WHEN role IS DISTINCT FROM 'prefill' THEN model_key END)
                  <> max(CASE WHEN role IS DISTINCT FROM 'prefill' THEN model_key END), false)
-            OR coalesce(min(account_id) <> max(account_id), false) AS conflict,
+            OR coalesce(min(account_id) <> max(account_id), false)
+            OR bool_or(room_reused) AS conflict,
         list_sort(list_distinct(list(source_id))) AS source_ids
     FROM request_members
     WHERE merged_id IS NOT NULL
     GROUP BY merged_id
 )
-SELECT g.request_id, g.ts, g.ts_end, g.ts_granularity_s, g.account_id, g.model,
+SELECT g.request_id, g.ts, g.ts_extra_ns, g.ts_end, g.ts_granularity_s, g.account_id, g.model,
        -- the other name: a record's own second name, else another record's different name for it
        coalesce(g.model_other0, CASE WHEN g.model_lo <> g.model THEN g.model_lo WHEN g.model_hi <> g.model THEN g.model_hi END)
            AS model_other,
@@ -134,7 +176,7 @@ SELECT g.request_id, g.ts, g.ts_end, g.ts_granularity_s, g.account_id, g.model,
 FROM grouped AS g JOIN sources AS s USING (source_id);
 
 CREATE OR REPLACE VIEW requests AS
-SELECT r.request_id, r.ts, r.ts_end, CASE WHEN coalesce(r.ts_granularity_s, 0) = 0 THEN 0 ELSE r.ts_granularity_s END AS ts_granularity_s,
+SELECT r.request_id, r.ts, r.ts_extra_ns, r.ts_end, CASE WHEN coalesce(r.ts_granularity_s, 0) = 0 THEN 0 ELSE r.ts_granularity_s END AS ts_granularity_s,
        r.account_id, r.model, r.model_other, r.prompt_tokens, r.cached_tokens, r.completion_tokens, r.http_status, r.outcome,
        r.finish_reason,
        coalesce(r.prefill_node, CASE WHEN r.role = 'prefill' THEN r.node END) AS prefill_node,

@@ -5,7 +5,7 @@
 -- Model: any name the request carries (model, or model_other: a gateway's deployment beside its model
 -- group, a requested beside a served name) equals one of the incident's aliases exactly; matched_name says
 -- which. A near-spelling is another model (triage lists the names the logs carry: kvir.triage.models).
--- Window: inclusive at both ends. A request whose start is only known to lie in [ts, ts +
+-- Window: inclusive at both ends, at the source's precision (ts_extra_ns: 1 ns after the end is outside). A request whose start is only known to lie in [ts, ts +
 -- ts_granularity_s) (the SGLang metrics export: an hour) is in scope when that span meets the window, and
 -- -- counts as affected only when the whole span lies inside it; otherwise "possibly-affected". Rules: the
 -- macro kvir_rule_threshold (public = more than the pool; engine = the engine's own limit, NULL when
@@ -26,7 +26,7 @@ WITH scoped AS (
         r.prompt_tokens >= kvir_rule_threshold('engine', $engine, $pool_tokens, $context_tokens) AS engine_hit
     FROM requests AS r
     WHERE (r.model IN (SELECT unnest($models)) OR r.model_other IN (SELECT unnest($models)))
-      AND r.ts <= $window_end
+      AND r.ts <= $window_end AND NOT (r.ts = $window_end AND coalesce(r.ts_extra_ns, 0) > 0)   -- kvir_in_window
       -- a plain bound first (coarse times are at most a day wide), so DuckDB pushes it into a Parquet
       -- scan and skips row groups; the exact test for coarse times follows
       AND r.ts > $window_start - INTERVAL 1 DAY

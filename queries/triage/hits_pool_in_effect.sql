@@ -32,7 +32,7 @@ scoped AS (
         CASE WHEN list_contains($models, r.model) THEN r.model ELSE r.model_other END AS matched_name
     FROM requests AS r, floor_ AS f
     WHERE (r.model IN (SELECT unnest($models)) OR r.model_other IN (SELECT unnest($models)))
-      AND r.ts <= $window_end
+      AND r.ts <= $window_end AND NOT (r.ts = $window_end AND coalesce(r.ts_extra_ns, 0) > 0)   -- kvir_in_window
       AND r.ts > $window_start - INTERVAL 1 DAY     -- as in triage/hits: a plain bound reaches the scan
       AND (r.ts >= $window_start
            OR (coalesce(r.ts_granularity_s, 0) > 0 AND r.ts + r.ts_granularity_s * INTERVAL 1 SECOND > $window_start))

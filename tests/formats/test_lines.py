@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 
 import pytest
 import zstandard
@@ -71,3 +72,66 @@ def test_compressed_files_give_the_same_lines(tmp_path, codec):
     comp.write_bytes(gzip.compress(data) if codec == "gzip" else zstandard.ZstdCompressor().compress(data))
     assert read(comp, 1 << 20, 7) == read(plain, 1 << 20, 7) == [
         (1, '{"a": 1}', 8, False), (2, "", 0, False), (3, '{"b": "é"}', 11, False), (4, "no newline at the end", 21, False)]
+
+
+VALID_PIECES = st.sampled_from([b"", b"a", b"{}", b'{"k": 1}', b"\r", b"\xc3\xa9", b" ", b"x" * 13, b"\xe4\xb8\xad"])
+
+
+def _read_dropping_blanks(path, chunk_bytes: int) -> tuple[list[tuple[int, str, int, bool]], int]:
+    rows, blanks = [], []
+    for b in iter_line_batches(path, 1 << 20, chunk_bytes=chunk_bytes, text=True, blanks=blanks.append):
+        d = b.to_pydict()
+        rows += list(zip(d["line_no"], d["line"], d["line_bytes"], d["repaired"]))
+    return rows, sum(blanks)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(st.lists(VALID_PIECES, max_size=5).map(b"".join), max_size=30),
+       ending=st.sampled_from([b"", b"\n", b"\r\n"]), chunk_bytes=st.sampled_from([5, 64, 1 << 16]),
+       mark=st.sampled_from(["none", "utf-8-sig", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"]),
+       gz=st.booleans())
+def test_blank_lines_and_byte_order_marks(tmp_path_factory, lines, ending, chunk_bytes, mark, gz):
+    """Every reader opens files through kvir.ingest.opener: with a UTF-8 byte-order mark, or as UTF-16/UTF-32
+    text (with the mark Windows tools write), compressed or not, the lines are those of the plain UTF-8 file;
+    with blanks counted, an empty line (after its \\r) is no row but is counted, and every other line keeps
+    its number (issue #26 items 4 and 9)."""
+    data = b"\n".join(lines) + (ending if lines else b"")
+    text = data.decode("utf-8")
+    boms = {"none": b"", "utf-8-sig": b"\xef\xbb\xbf", "utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff",
+            "utf-32-le": b"\xff\xfe\x00\x00", "utf-32-be": b"\x00\x00\xfe\xff"}
+    encoded = boms[mark] + (data if mark in ("none", "utf-8-sig") else text.encode(mark))
+    if gz:
+        encoded = gzip.compress(encoded)
+    d = tmp_path_factory.mktemp("enc")
+    (d / "plain.log").write_bytes(data)
+    (d / "marked.log").write_bytes(encoded)
+    want = reference(data, 1 << 20)
+    assert read(d / "marked.log", 1 << 20, chunk_bytes) == [(no, t, n, False) for no, t, n, _ in want]
+    rows, blanks = _read_dropping_blanks(d / "marked.log", chunk_bytes)
+    assert rows == [(no, t, n, False) for no, t, n, _ in want if n > 0]
+    assert blanks == sum(1 for w in want if w[2] == 0)
+
+
+def test_a_file_is_read_only_as_far_as_it_was_when_listed(tmp_path):
+    """Lines appended after kvir listed a file are not read, and the digest taken while reading is that of the
+    bytes parsed (issue #26 item 5); a file replaced or shrunk underneath is refused."""
+    import hashlib
+
+    from kvir.ingest.opener import FileChanged, Stamp
+
+    f = tmp_path / "grow.log"
+    f.write_bytes(b"one\ntwo\n")
+    stamp = Stamp.take(f)
+    with open(f, "ab") as out:
+        out.write(b"three\nfour\n")
+    h = hashlib.sha256()
+    got = [r for b in iter_line_batches(f, text=True, stamp=stamp, digest=h) for r in b.column("line").to_pylist()]
+    assert got == ["one", "two"] and h.hexdigest() == hashlib.sha256(b"one\ntwo\n").hexdigest()
+    f.write_bytes(b"on")                                        # truncated in place: it shrank
+    with pytest.raises(FileChanged, match="shrank while it was read"):
+        list(iter_line_batches(f, text=True, stamp=stamp))
+    new = tmp_path / "new.log"
+    new.write_bytes(b"one\ntwo\n")
+    os.replace(new, f)                                          # a new file under the old name (log rotation)
+    with pytest.raises(FileChanged, match="replaced by another file"):
+        list(iter_line_batches(f, text=True, stamp=stamp))

@@ -7,6 +7,7 @@
     mode "429"   the fault routes answer 429 with Retry-After: 1
     cache        "none", "shared" (a prompt seen before from anyone is fast), "tenant" (fast only for the
                  tenant that sent it before): slow 0.08 s, fast 0.01 s
+    clock        a VirtualClock: the cache's latencies advance it instead of sleeping (deterministic timing)
     tokenizer    a tokenizer.json path: prompts are counted with it and /tokenize answers 404 (the probe
                  must count locally)
     require      (header, value): every request without it gets 401 (a gateway)
@@ -28,8 +29,26 @@ from kvir.serve.tokenizer import encode
 CONTEXT = 256
 
 
+class VirtualClock:
+    """Time that passes only when the fake says so (a cached or an uncached answer's latency): installed as
+    kvir.probe.http.clock, it makes the timing check's measurements exact whatever the machine's load."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+        self.lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self.lock:
+            return self.t
+
+    def advance(self, seconds: float) -> None:
+        with self.lock:
+            self.t += seconds
+
+
 def fake_app(mode: str = "ok", fault_paths: tuple[str, ...] = ("/v1/completions",), cache: str = "none",
-             tokenizer: str | None = None, require: tuple[str, str] | None = None, sse_errors: bool = False) -> FastAPI:
+             tokenizer: str | None = None, require: tuple[str, str] | None = None, sse_errors: bool = False,
+             clock: "VirtualClock | None" = None) -> FastAPI:
     app = FastAPI()
     if tokenizer:
         from tokenizers import Tokenizer
@@ -105,7 +124,10 @@ def fake_app(mode: str = "ok", fault_paths: tuple[str, ...] = ("/v1/completions"
             with lock:
                 hit = key in seen
                 seen.add(key)
-            await asyncio.sleep(0.01 if hit else 0.08)
+            if clock is not None:
+                clock.advance(0.01 if hit else 0.08)      # no real delay: the probe reads this clock
+            else:
+                await asyncio.sleep(0.01 if hit else 0.08)
         return {"id": "cmpl-fake", "object": "text_completion", "model": "fake",
                 "choices": [{"index": 0, "text": "ok", "finish_reason": "length"}],
                 "usage": {"prompt_tokens": n, "completion_tokens": 1, "total_tokens": n + 1}}

@@ -27,7 +27,7 @@ import duckdb
 from kvir import __version__
 from kvir.core.errors import KvirError
 from kvir.core.sql import QueryLog, run
-from kvir.case.writer import Writer
+from kvir.case.writer import Writer, not_a_case, public_path
 
 CASE_DB = "case.duckdb"
 MANIFEST = "manifest.json"
@@ -172,11 +172,17 @@ class Case:
     @classmethod
     def open(cls, path: str | Path, *, read_only: bool = False, staged: bool = False) -> "Case":
         """An existing case. `staged`: work on a copy that `commit()` swaps in (how kvir's own stages extend
-        a case); `read_only`: query only (works on a read-only folder)."""
+        a case); `read_only`: query only (works on a read-only folder). A folder kvir did not make, or a
+        case whose database or manifest is damaged, is an error naming the folder or the file."""
         home = Path(path)
         db = home / CASE_DB
-        if not db.exists():
-            raise KvirError("not a kvir case (no case.duckdb)", path=str(home), hint="create one with `kvir triage --out DIR`")
+        why = not_a_case(home)
+        if why is not None and " is damaged: " in why:      # a case from before markers, with a damaged file
+            raise KvirError(why, hint="restore the case from a copy, or triage again into a new folder")
+        if why is not None or not db.exists():
+            raise KvirError(f"not a kvir case ({why or 'no case.duckdb'})", path=str(home),
+                            hint="create one with `kvir triage --out DIR`")
+        manifest = read_manifest(home)            # before any copy: a damaged case is named, not staged
         writer = Writer.begin(home, fresh=False) if staged and not read_only else None
         work = writer.staging if writer else home
         try:
@@ -186,17 +192,27 @@ class Case:
                 except duckdb.ConnectionException:
                     raise KvirError("the case is open for writing in this process; close it (case.close()) or "
                                     "open it without read_only", path=str(home)) from None
+                except duckdb.Error as e:
+                    raise damaged(db, e) if is_damage(e) else e from None
                 con.execute("SET TimeZone = 'UTC'")
                 con.execute("SET memory_limit = $m", {"m": memory_limit_setting()})
                 con.execute("SET temp_directory = $d", {"d": str(_spill_dir())})
             else:   # spill space: the staging folder's (dropped at commit), or the system's for a direct open
-                con = connect(work / CASE_DB, temp_dir=work / "tmp" if writer else _spill_dir())
-            manifest = json.loads((work / MANIFEST).read_text()) if (work / MANIFEST).exists() else _new_manifest()
+                try:
+                    con = connect(work / CASE_DB, temp_dir=work / "tmp" if writer else _spill_dir())
+                except duckdb.Error as e:
+                    raise damaged(db, e) if is_damage(e) else e from None
+            try:
+                con.execute("SELECT count(*) FROM duckdb_tables()").fetchall()   # the catalog reads whole
+            except duckdb.Error as e:
+                con.close()
+                raise damaged(db, e) if is_damage(e) else e from None
         except BaseException:
             if writer:
                 writer.abort()
             raise
-        case = cls(work, con, manifest, home=home, writer=writer, read_only=read_only)
+        case = cls(work, con, manifest if manifest is not None else _new_manifest(), home=home, writer=writer,
+                   read_only=read_only)
         _OPEN.add(case)
         return case
 
@@ -220,7 +236,12 @@ class Case:
     def run(self, name: str, params: dict[str, Any] | None = None, *, inputs: dict[str, str] | None = None,
             fetch: bool = False):
         """Run queries/<name>.sql on this case; the compiled SQL and parameters go into the manifest."""
-        return run(self.con, name, params, inputs=inputs, log=self.log, fetch=fetch)
+        try:
+            return run(self.con, name, params, inputs=inputs, log=self.log, fetch=fetch)
+        except KvirError as e:
+            if is_damage(e.__cause__ or e) and self.writer is not None:   # the copy of a damaged case
+                raise damaged((self.home or self.path) / CASE_DB, e.__cause__ or e) from e
+            raise
 
     def compile(self, name: str, inputs: dict[str, str]) -> str:
         """queries/<name>.sql with its inputs named, logged as run (for SQL embedded in a view or CTAS)."""
@@ -243,7 +264,8 @@ class Case:
 
     def tables(self) -> list[str]:
         rows = self.con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1").fetchall()
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+            "AND table_catalog = current_database() ORDER BY 1").fetchall()
         return [r[0] for r in rows]
 
     def has(self, table: str) -> bool:
@@ -279,6 +301,38 @@ class Case:
         tmp.write_text(json.dumps(m, indent=2, default=str) + "\n")
         os.replace(tmp, path)
         return path
+
+
+def read_manifest(home: Path) -> dict[str, Any] | None:
+    """The case's manifest.json (None when it has none); a damaged one is an error naming it."""
+    path = home / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise KvirError(f"is damaged: not valid JSON ({e})", path=str(path),
+                        hint="restore it from a copy, or triage again into a new folder") from None
+    if not isinstance(manifest, dict):
+        raise KvirError("is damaged: not a JSON object", path=str(path),
+                        hint="restore it from a copy, or triage again into a new folder")
+    return manifest
+
+
+# What DuckDB says of a database file it cannot read (a lock held by another process is not damage)
+_DAMAGE = ("not a valid DuckDB database", "Corrupt database", "checksum", "Could not read enough bytes",
+           "attempted to read", "Serialization Error", "INTERNAL Error")
+
+
+def is_damage(e: BaseException) -> bool:
+    return any(k in str(e) for k in _DAMAGE)
+
+
+def damaged(db: Path, e: BaseException) -> KvirError:
+    """The error for a case database DuckDB cannot read: one line naming the file."""
+    first = public_path(" ".join(str(e).split()))[:240]
+    return KvirError(f"is damaged: DuckDB cannot read it ({first})", path=str(db),
+                     hint="restore the case from a copy, or triage again into a new folder")
 
 
 _OPEN: "weakref.WeakSet[Case]" = weakref.WeakSet()

@@ -6,6 +6,13 @@ kernel when the process dies, even by SIGKILL), builds the new state in a stagin
 swaps it in only when the work is complete, with one atomic rename (renameat2 RENAME_EXCHANGE where the
 file system has it). A run killed at any point leaves the previous case whole; a second writer is refused
 at once, naming the holder's pid and start time. Readers need no lock: they see the old case or the new.
+
+A case is a folder kvir made, proven by its own marker (`kvir-case.json`, naming the case format), never by
+a common file name: a folder that holds a `manifest.json` of a web app is not a case, and is not replaced.
+Cases made before the marker existed are recognised by what only kvir writes together, a DuckDB database
+`case.duckdb` (its file magic) beside a `manifest.json` recording kvir's and DuckDB's versions; the next
+write adds the marker. A path that is a symbolic link is resolved first: the lock, the staging folder
+and the swap are the real folder's (the link keeps pointing at it).
 """
 from __future__ import annotations
 
@@ -21,15 +28,90 @@ from pathlib import Path
 
 from kvir.core.errors import KvirError
 
-CASE_MARKERS = ("case.duckdb", "manifest.json")
+MARKER = "kvir-case.json"
+CASE_FORMAT = 1
+_DUCKDB_MAGIC = (8, b"DUCK")      # offset and bytes of DuckDB's file magic
 
 
 def lock_path(case: Path) -> Path:
     return case.parent / f".{case.name}.kvir-lock"
 
 
-def is_case(path: Path) -> bool:
-    return any((path / m).exists() for m in CASE_MARKERS)
+def is_case(path: str | Path) -> bool:
+    """Did kvir make this folder (its marker, or a case from before markers)?"""
+    return not_a_case(Path(path)) is None
+
+
+def not_a_case(path: Path) -> str | None:
+    """Why `path` is not a kvir case (None: it is one)."""
+    path = Path(path)
+    marker = path / MARKER
+    if marker.is_file():
+        try:
+            info = json.loads(marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            info = None
+        if isinstance(info, dict) and info.get("kvir_case") == CASE_FORMAT:
+            return None
+        return f"{MARKER} is not kvir's case marker"
+    if not path.is_dir():
+        return "no such folder" if not path.exists() else "not a folder"
+    return _legacy_problem(path)
+
+
+def _legacy_problem(path: Path) -> str | None:
+    """Why `path` is not a case written before markers (case.duckdb with DuckDB's magic beside a
+    manifest.json kvir wrote); None when it is one. A damaged file of such a case is named."""
+    db, manifest = path / "case.duckdb", path / "manifest.json"
+    if not (db.is_file() and manifest.is_file()):
+        return f"no {MARKER} marker: not a folder kvir made"
+    at, magic = _DUCKDB_MAGIC
+    try:
+        with open(db, "rb") as f:
+            head = f.read(16)
+        info = json.loads(manifest.read_text(encoding="utf-8"))
+    except OSError as e:
+        return f"cannot read it: {e.strerror or e}"
+    except (ValueError, UnicodeDecodeError) as e:
+        return f"{manifest} is damaged: not valid JSON ({e})"
+    if not (isinstance(info, dict) and {"kvir_version", "duckdb_version"} <= info.keys()):
+        return f"no {MARKER} marker, and its manifest.json is not one kvir wrote"
+    if head[at:at + len(magic)] != magic:
+        return f"{db} is damaged: not a DuckDB database file"
+    return None
+
+
+def write_marker(folder: Path) -> None:
+    from kvir import __version__
+
+    (folder / MARKER).write_text(json.dumps({"kvir_case": CASE_FORMAT, "written_by": f"kvir {__version__}"}) + "\n")
+
+
+# Every writer alive in this process, so that Ctrl-C can drop their staging folders (abandon_all), and every
+# staging folder this process made, so that a message about one names its case instead (public_path).
+_ACTIVE: set["Writer"] = set()
+_STAGED: dict[str, str] = {}
+
+
+def public_path(text: str) -> str:
+    """`text` with each staging folder's path replaced by its case's."""
+    for staged, case in _STAGED.items():
+        text = text.replace(staged, case)
+    return text
+
+
+def abandon_all() -> list[str]:
+    """Drop the staged work of every writer of this process (on Ctrl-C, just before exiting): each case stays as
+    it was, and is said so (or that it was not written). A swap cut between its two renames is undone."""
+    cases = []
+    for w in list(_ACTIVE):
+        shutil.rmtree(w.staging, ignore_errors=True)
+        olds = sorted(w.case.parent.glob(f".{w.case.name}.kvir-old-*"))
+        if olds and not w.case.exists():
+            os.rename(olds[0], w.case)
+        cases.append(f"{w.case} left as it was" if w.case.exists() else f"{w.case} not written")
+        _ACTIVE.discard(w)
+    return cases
 
 
 @dataclass
@@ -40,27 +122,34 @@ class Writer:
     staging: Path
     _fd: int
 
+    def __hash__(self) -> int:
+        return id(self)
+
     @classmethod
     def begin(cls, case: Path, *, fresh: bool) -> "Writer":
         """Lock `case` and prepare its staging folder: empty when `fresh`, else a copy of the case."""
-        case = Path(case).absolute()
+        given = Path(case)
+        case = Path(os.path.realpath(given))      # a link to a case: the real folder is locked and swapped
         if case.exists() and not case.is_dir():
-            raise KvirError("exists and is not a folder", path=str(case))
-        if fresh and case.is_dir() and any(case.iterdir()) and not is_case(case):
-            raise KvirError("is a folder that is not a kvir case and not empty: refusing to write into it",
-                            path=str(case), hint="give a new or empty folder, or an existing case")
+            raise KvirError("exists and is not a folder", path=str(given))
+        if case.is_dir() and any(case.iterdir()) and (why := not_a_case(case)):
+            raise KvirError(f"is a folder that is not a kvir case and not empty ({why}): refusing to write into it",
+                            path=str(given), hint="give a new or empty folder, or an existing case")
         case.parent.mkdir(parents=True, exist_ok=True)
         fd = _lock(case)
+        w = cls(case, case.parent / f".{case.name}.kvir-new-{os.getpid()}", fd)
+        _ACTIVE.add(w)              # before the staging folder exists: Ctrl-C while it is copied drops it too
+        _STAGED[str(w.staging)] = str(given)
         try:
             _recover(case)
-            staging = case.parent / f".{case.name}.kvir-new-{os.getpid()}"
             if fresh or not case.exists():
-                staging.mkdir()
+                w.staging.mkdir()
             else:
-                shutil.copytree(case, staging, symlinks=True)
-            return cls(case, staging, fd)
+                shutil.copytree(case, w.staging, symlinks=True)
+            write_marker(w.staging)
+            return w
         except BaseException:
-            _unlock(fd)
+            w.release()
             raise
 
     def commit(self) -> None:
@@ -86,6 +175,7 @@ class Writer:
         self.release()
 
     def release(self) -> None:
+        _ACTIVE.discard(self)
         if self._fd >= 0:
             _unlock(self._fd)
             self._fd = -1

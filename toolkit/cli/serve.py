@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
     app.command(name="serve", help=HELP)(serve_command)
 
 
-@guarded
+@guarded(interrupt=False)       # uvicorn shuts down gracefully on SIGINT / SIGTERM itself
 def serve_command(
     build: Annotated[str, typer.Option("--build", "-b", help="SGLang build: 0.5.19, 0.5.20, 0.5.21, leaking, fixed, door, a version, or kvir-proposal.")] = "leaking",
     pool: Annotated[int, typer.Option("--pool", help="Prefill KV pool in tokens (SGLang's max_total_num_tokens).")] = 4096,

@@ -64,7 +64,7 @@ def triage(
     list_models: Annotated[bool, typer.Option("--list-models", help="Only list the model names the logs carry, with counts (no spec needed; the spec's window and [[sources]] when -i names one), and write no case.")] = False,
 ) -> None:
     """Find the affected responses, the accounts and the nodes behind them."""
-    from kvir.cli.present.triage import print_triage
+    from kvir.cli.present.triage import print_carried, print_triage
     from kvir.triage.run import triage as run_triage
     from kvir.triage.summary import TriageOptions
 
@@ -94,6 +94,7 @@ def triage(
     result = run_triage(incident, paths or [], out=out, options=options)
     if not quiet:
         print_triage(result)
+    print_carried(result)
     if as_json:
         echo_json(result.as_json())
 

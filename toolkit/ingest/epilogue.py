@@ -14,6 +14,9 @@ records_text), joined once to the source's settings:
     prefill_tokens                    coalesce(the adapter's value, prompt_tokens when role is prefill)
     raw                               only for quarantined rows of a source read with keep_raw
 
+Identifiers (request_id, bootstrap_room, account_id) go through kvir_id: one documented normalisation for
+every format (whitespace at either end is not part of an id).
+
 Settings defaults: model = the source's served model (engine logs: from server_args= or --served-model;
 other formats: --served-model, used where a record names none); role and node = the source's.
 
@@ -46,6 +49,7 @@ _FROM_SETTINGS = {"model": "s.served_model", "role": "s.role", "node": "s.node"}
 
 
 _ALWAYS = ("source_id", "source_line", "kind", "reason", "raw")   # what a row that is no request keeps
+IDENTIFIERS = ("request_id", "bootstrap_room", "account_id")      # normalised by kvir_id
 
 
 def epilogue(adapter_sql: str, emitted: dict[str, str], settings: str, request_fields_only: bool = False) -> str:
@@ -91,7 +95,8 @@ def epilogue(adapter_sql: str, emitted: dict[str, str], settings: str, request_f
         elif name in derived:
             expr = f"coalesce({plain(name)}, {derived[name]})" if name in emitted else derived[name]
         else:
-            expr = plain(name)
+            # one normalisation of ids, whatever the format (queries/macros.sql kvir_id)
+            expr = f"kvir_id({plain(name)})" if name in IDENTIFIERS and name in emitted else plain(name)
         if request_fields_only and name not in _ALWAYS:
             expr = f"CASE WHEN a.verdict IS NULL THEN {expr} END"
         parts.append(f"{expr} AS {name}")

@@ -2,6 +2,10 @@
 input (empty, not a regular file, unreadable, a compressed file that does not decompress) set aside as
 *skipped* with its reason, so it is counted and listed instead of taking the whole triage down or
 vanishing. A path that matches nothing, or inputs of which none can be read, are errors naming the path.
+
+A path that exists is that file or folder, even when its name holds glob characters (`a[1].jsonl`): only a
+path that does not exist is expanded as a glob. Each usable file is stamped (size, modification time,
+inode) when it is listed: readers read no byte past that size (kvir.ingest.opener).
 """
 from __future__ import annotations
 
@@ -11,11 +15,12 @@ import os
 import re
 import stat
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvir.core.errors import InputError
 from kvir.ingest.lines import open_maybe_compressed
+from kvir.ingest.opener import Stamp
 from kvir.spec.model import IncidentSpec
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -32,6 +37,24 @@ class Skipped:
 class Inputs:
     files: list[tuple[Path, Path]]          # (file, the argument it came from)
     skipped: list[Skipped]
+    stamps: dict[Path, Stamp] = field(default_factory=dict)   # each usable file as it was when listed
+
+
+def is_glob(text: str, path: Path) -> bool:
+    """Is `text` (naming `path`) a pattern to expand? Not when the path exists as written."""
+    return bool(_GLOB_CHARS.search(text)) and not (path.exists() or path.is_symlink())
+
+
+def glob_under(base: Path, pattern: str) -> list[str]:
+    """glob.glob of `pattern` relative to `base` (an absolute pattern as it is). The folders it starts with that
+    exist as written are literal (the base always is): in `logs[2026]/a*.jsonl` only `a*.jsonl` is a pattern."""
+    full = Path(pattern) if Path(pattern).is_absolute() else base / pattern
+    parts = full.parts
+    n = 1
+    while n < len(parts) and Path(*parts[:n + 1]).is_dir():
+        n += 1
+    literal = glob.escape(str(Path(*parts[:n])))
+    return glob.glob(os.path.join(literal, *parts[n:]) if n < len(parts) else literal, recursive=True)
 
 
 def collect_inputs(paths: list[str | Path], spec: IncidentSpec | None) -> Inputs:
@@ -46,8 +69,8 @@ def collect_inputs(paths: list[str | Path], spec: IncidentSpec | None) -> Inputs
     found: list[tuple[Path, Path]] = []
     for text, base in args:
         p = Path(text) if Path(text).is_absolute() else base / text
-        if _GLOB_CHARS.search(text):
-            hits = sorted(Path(h) for h in glob.glob(str(p), recursive=True) if not Path(h).is_dir())
+        if is_glob(text, p):
+            hits = sorted(Path(h) for h in glob_under(base, text) if not Path(h).is_dir())
             if not hits:
                 raise InputError("glob matches no files", path=text)
             found += [(h, p) for h in hits]
@@ -61,31 +84,43 @@ def collect_inputs(paths: list[str | Path], spec: IncidentSpec | None) -> Inputs
             found.append((p, p))
         else:
             raise InputError("no such file or folder", path=text)
-    files, skipped, seen = [], [], set()
+    files, skipped, seen, stamps = [], [], set(), {}
     for f, arg in found:
         key = f.resolve() if f.exists() else f.absolute()
         if key in seen:
             continue
         seen.add(key)
-        reason, size = why_skipped(f)
+        reason, size, stamp = _judge(f)
         if reason:
             skipped.append(Skipped(f, reason, size))
         else:
             files.append((f, arg))
+            stamps[f] = stamp
     if not files:
         what = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:3]) + (" ..." if len(skipped) > 3 else "")
         raise InputError(f"no readable input ({len(skipped)} skipped: {what})")
-    return Inputs(files, skipped)
+    return Inputs(files, skipped, stamps)
 
 
 def why_skipped(path: Path) -> tuple[str | None, int | None]:
     """(reason, size) when `path` cannot be an input, else (None, size). Reads at most a few KiB."""
+    reason, size, _ = _judge(path)
+    return reason, size
+
+
+def _judge(path: Path) -> tuple[str | None, int | None, Stamp | None]:
+    """(reason, size, stamp): why_skipped, with the usable file's stamp."""
     try:
         st = os.stat(path)            # follows symlinks: a link to a device is judged as the device
     except FileNotFoundError:
-        return ("broken symbolic link" if path.is_symlink() else "vanished before it was read"), None
+        return ("broken symbolic link" if path.is_symlink() else "vanished before it was read"), None, None
     except OSError as e:
-        return f"cannot stat: {e.strerror or e}", None
+        return f"cannot stat: {e.strerror or e}", None, None
+    reason, size = _why_not(path, st)
+    return reason, size, None if reason else Stamp.of(st)
+
+
+def _why_not(path: Path, st: os.stat_result) -> tuple[str | None, int | None]:
     if not stat.S_ISREG(st.st_mode):
         kind = ("named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else "socket" if stat.S_ISSOCK(st.st_mode)
                 else "character device" if stat.S_ISCHR(st.st_mode) else "block device" if stat.S_ISBLK(st.st_mode)

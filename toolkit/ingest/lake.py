@@ -152,6 +152,8 @@ def requests_view(case: Case, roots: list[str]) -> None:
     files = [f for r in roots for f in request_files(r)]
     rel = case.con.read_parquet(files, filename=True, union_by_name=True)   # DuckDB quotes the paths itself
     cols = ", ".join(c for c in rel.columns if c != "filename")              # canonical column names
+    if "ts_extra_ns" not in rel.columns:      # a lake written before kvir kept times below the microsecond
+        cols += ", NULL::SMALLINT AS ts_extra_ns"
     rel.project(f"{cols}, {_SHARD_SQL}").create_view("requests", replace=True)
 
 def lake_paths(paths: list[str | Path], *, spark: bool) -> list[str] | None:

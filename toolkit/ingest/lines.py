@@ -18,24 +18,27 @@ chunk; no Python code runs per line. Each batch has:
                          UTF-8: the repaired length, each invalid sequence counting as the 3 bytes of U+FFFD)
     repaired    BOOLEAN  the line held invalid UTF-8: each invalid sequence became U+FFFD
 
-gzip and zstd inputs are decompressed on the fly (detected by magic bytes, not by name).
+Files are opened by kvir.ingest.opener: gzip and zstd decompressed on the fly (detected by magic bytes, not
+by name), a byte-order mark dropped, UTF-16/32 re-encoded as UTF-8, never more read than the file held when
+kvir listed it, and every byte read hashed when asked.
 
 The chunk loop reads into a pooled buffer that the batch then holds (Arrow references it, nothing is
 copied but the unfinished last line; the buffer is reused once no batch refers to it, which saves a
 page fault per 4 KiB), finds the chunk's newlines with one NumPy pass, checks UTF-8 once per chunk (an
 ASCII chunk needs one max()), and numbers lines with one arange per batch. Given a hashlib object it
-hashes the bytes as they are read, so an input's SHA-256 costs no second read.
+hashes the file's bytes as they are read, so an input's SHA-256 costs no second read.
 """
 from __future__ import annotations
 
 import codecs
-import gzip
 import io
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
+
+from kvir.ingest.opener import Opened, RawInput, Stamp, open_input
 
 CHUNK_BYTES = 8 << 20
 DEFAULT_MAX_LINE_BYTES = 16 << 20
@@ -54,18 +57,29 @@ TEXT_SCHEMA = pa.schema([
 
 
 def open_maybe_compressed(path: str | Path) -> BinaryIO:
-    """Open a file for reading bytes, transparently decompressing gzip or zstd."""
-    f = open(path, "rb")
-    head = f.peek(4)[:4] if hasattr(f, "peek") else b""
-    if head[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
-    if head == b"\x28\xb5\x2f\xfd":
-        import zstandard
+    """Open a file for reading its text as UTF-8 bytes: gzip or zstd decompressed, a byte-order mark dropped,
+    UTF-16/32 re-encoded (kvir.ingest.opener)."""
+    return _Closing(open_input(path))
 
-        # A one-shot compressed frame's window is as large as its content (zstd --long, or a big file written
-        # at once): allow windows up to 2 GiB rather than refuse a valid file (zstd's default stops at 128 MiB).
-        return io.BufferedReader(zstandard.ZstdDecompressor(max_window_size=1 << 31).stream_reader(f, closefd=True))
-    return f
+
+class _Closing(io.RawIOBase):
+    """An opened input as one file object (closing it closes the file)."""
+
+    def __init__(self, opened: Opened):
+        super().__init__()
+        self.opened = opened
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        return self.opened.stream.readinto(b)
+
+    def close(self) -> None:
+        try:
+            self.opened.close()
+        finally:
+            super().close()
 
 
 def compression_of(path: str | Path) -> str | None:
@@ -80,22 +94,38 @@ def compression_of(path: str | Path) -> str | None:
 
 def head_lines(path: str | Path, max_lines: int = 50, max_bytes: int = 1 << 20) -> list[str]:
     """The first lines of a (possibly compressed) file, decoded leniently: for sniffing formats."""
-    with open_maybe_compressed(path) as f:
-        data = f.read(max_bytes)
+    with open_input(path) as f:
+        data = _read_up_to(f.stream, max_bytes)
     return data.decode("utf-8", "replace").splitlines()[:max_lines]
+
+
+def _read_up_to(f: BinaryIO, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        block = f.read(n - len(out))
+        if not block:
+            break
+        out += block
+    return bytes(out)
 
 
 def iter_line_batches(path: str | Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                       chunk_bytes: int = CHUNK_BYTES, on_bytes: Callable[[int], None] | None = None,
-                      text: bool = False, digest=None) -> Iterator[pa.RecordBatch]:
+                      text: bool = False, digest=None, stamp: Stamp | None = None,
+                      blanks: Callable[[int], None] | None = None) -> Iterator[pa.RecordBatch]:
     """Yield numbered-line batches covering every line of the file exactly once.
     on_bytes(n) is called with the number of (decompressed) bytes of each chunk read, for progress.
     text=True: `line` is VARCHAR without its terminator (TEXT_SCHEMA); else BLOB with it (SCHEMA).
-    digest: a hashlib object updated with every byte read, for an uncompressed file (its SHA-256 then
-    costs no second read; for a compressed file the bytes read are not the file's)."""
+    digest: a hashlib object updated with every byte of the file read (compressed or not), so its SHA-256
+    costs no second read. stamp: the file as kvir listed it; no byte past its size is read (kvir.ingest.opener).
+    blanks (text mode): empty lines are not emitted but counted, blanks(n) per batch: a file of blank lines
+    costs no rows."""
+    if blanks is not None and not text:
+        raise ValueError("blank lines are dropped in text mode only")
     emit = _text_batch if text else _blob_batch
-    with open_maybe_compressed(path) as f:
-        yield from _batches(f, max_line_bytes, chunk_bytes, on_bytes, emit, digest)
+    with open_input(path, stamp, digest) as f:
+        yield from _batches(f.stream, max_line_bytes, chunk_bytes, on_bytes, emit, blanks)
+        f.finish()
 
 
 def line_reader(path: str | Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, on_bytes=None,
@@ -146,7 +176,7 @@ def _pool(chunk_bytes: int) -> _BufferPool:
     return p
 
 
-def _read_chunk(f: BinaryIO, carry: np.ndarray | bytes, chunk_bytes: int, digest=None) -> tuple[np.ndarray, int]:
+def _read_chunk(f: BinaryIO, carry: np.ndarray | bytes, chunk_bytes: int) -> tuple[np.ndarray, int]:
     """A buffer holding carry + up to chunk_bytes new bytes, and the number of new bytes.
 
     The buffer is never much larger than what it holds: a batch keeps its chunk's buffer alive (the lines
@@ -167,8 +197,6 @@ def _read_chunk(f: BinaryIO, carry: np.ndarray | bytes, chunk_bytes: int, digest
         if not n:
             break
         got += n
-    if digest is not None and got:
-        digest.update(view[:got])
     view.release()
     if got < want and want - got > (64 << 10):
         buf = buf[:k + got].copy()
@@ -177,6 +205,8 @@ def _read_chunk(f: BinaryIO, carry: np.ndarray | bytes, chunk_bytes: int, digest
 
 def _remaining(f: BinaryIO) -> int | None:
     """Bytes left in a plain file (None for a decompressing stream or a pipe)."""
+    if isinstance(f, RawInput):
+        return f.left()
     if not isinstance(f, io.BufferedReader) or type(f.raw) is not io.FileIO:
         return None
     try:
@@ -187,13 +217,13 @@ def _remaining(f: BinaryIO) -> int | None:
         return None
 
 
-def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit, digest=None) -> Iterator[pa.RecordBatch]:
+def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit, blanks=None) -> Iterator[pa.RecordBatch]:
     line_no = 1
     carry: np.ndarray | bytes = b""
     skipping = 0  # > 0: inside an over-long line; bytes of it seen so far (content dropped)
     skip_cr = False  # the skipped bytes so far end with \r (of a \r\n split across chunks)
     while True:
-        buf, got = _read_chunk(f, b"" if skipping else carry, chunk_bytes, digest)
+        buf, got = _read_chunk(f, b"" if skipping else carry, chunk_bytes)
         if not got:
             break
         if on_bytes is not None:
@@ -224,9 +254,11 @@ def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit,
         last_nl = int(nl[-1])
         body = arr[start: last_nl + 1]
         carry = arr[last_nl + 1: size].copy()
-        batch = emit(*_validated(body, nl - start if start else nl), line_no, max_line_bytes)
-        line_no += batch.num_rows
-        yield batch
+        body, nl, repaired = _validated(body, nl - start if start else nl)
+        batch = emit(body, nl, repaired, line_no, max_line_bytes, blanks=blanks)
+        line_no += len(nl)
+        if batch.num_rows:
+            yield batch
         if len(carry) > max_line_bytes:
             skipping, carry, skip_cr = len(carry), b"", bool(carry[-1] == 13)
     if skipping:   # an over-long last line without a newline (a trailing \r ends it, as for short lines)
@@ -234,7 +266,9 @@ def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit,
     elif len(carry):  # last line without a trailing newline
         body = np.concatenate([np.frombuffer(carry, np.uint8) if isinstance(carry, bytes) else carry,
                                np.array([10], np.uint8)])
-        yield emit(*_validated(body, np.array([len(body) - 1], np.int64)), line_no, max_line_bytes)
+        batch = emit(*_validated(body, np.array([len(body) - 1], np.int64)), line_no, max_line_bytes, blanks=blanks)
+        if batch.num_rows:
+            yield batch
 
 
 def _validated(body: np.ndarray, nl: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -261,7 +295,7 @@ def _validated(body: np.ndarray, nl: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _blob_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_rows: np.ndarray | None, first_line_no: int,
-                max_line_bytes: int, skipped_len: int | None = None) -> pa.RecordBatch:
+                max_line_bytes: int, skipped_len: int | None = None, blanks=None) -> pa.RecordBatch:
     """One row per line, BLOB with the newline. Over-long lines keep their length but lose content."""
     if skipped_len is not None:
         return _single(first_line_no, skipped_len, text=False)
@@ -284,8 +318,10 @@ def _blob_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_rows: n
 
 
 def _text_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_rows: np.ndarray | None, first_line_no: int,
-                max_line_bytes: int, skipped_len: int | None = None) -> pa.RecordBatch:
-    """One row per line, a string view over the chunk without the terminator (\\n or \\r\\n)."""
+                max_line_bytes: int, skipped_len: int | None = None,
+                blanks: Callable[[int], None] | None = None) -> pa.RecordBatch:
+    """One row per line, a string view over the chunk without the terminator (\\n or \\r\\n). With blanks,
+    empty lines get no row (their number is passed to blanks): a file of blank lines costs no views."""
     if skipped_len is not None:
         return _single(first_line_no, skipped_len, text=True)
     n = len(nl)
@@ -294,15 +330,29 @@ def _text_batch(body: np.ndarray | None, nl: np.ndarray | None, repaired_rows: n
         starts[0] = 0
         starts[1:] = nl[:-1] + 1
     lengths = nl - starts
+    numbers: np.ndarray | None = None
+    repaired = repaired_rows if repaired_rows is not None else np.zeros(n, bool)
+    if blanks is not None:                   # empty lines first, before any per-line work
+        keep = np.flatnonzero(lengths)
+        if len(keep) < n:
+            starts, lengths, nl, repaired = starts[keep], lengths[keep], nl[keep], repaired[keep]
+            numbers = keep + first_line_no
     cr = (lengths > 0) & (body[np.maximum(nl - 1, 0)] == 13)
     lengths -= cr
+    if numbers is None:
+        numbers = np.arange(first_line_no, first_line_no + len(nl), dtype=np.int64)
+    if blanks is not None:
+        keep = np.flatnonzero(lengths)       # a line of a lone \r is empty too
+        if len(keep) < len(lengths):
+            starts, lengths, numbers, repaired = starts[keep], lengths[keep], numbers[keep], repaired[keep]
+        if len(lengths) < n:
+            blanks(n - len(lengths))
     too_long = lengths > max_line_bytes
     shown = np.where(too_long, 0, lengths).astype(np.int32)
     lines = _string_views(body, starts, shown)
-    repaired = repaired_rows if repaired_rows is not None else np.zeros(n, bool)
     return pa.RecordBatch.from_arrays(
-        [pa.array(np.arange(first_line_no, first_line_no + n, dtype=np.int64)), lines,
-         pa.array(lengths.astype(np.int64)), pa.array(repaired)], schema=TEXT_SCHEMA)
+        [pa.array(numbers), lines, pa.array(lengths.astype(np.int64)), pa.array(repaired)],
+        schema=TEXT_SCHEMA)
 
 
 def _string_views(body: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:

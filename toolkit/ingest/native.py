@@ -37,6 +37,7 @@ from kvir.core.errors import InputError, disk_problem
 from kvir.core.sql import bind, load
 from kvir.ingest.epilogue import compile_adapter
 from kvir.ingest.lines import compression_of
+from kvir.ingest.opener import changed_since
 from kvir.ingest.sources import IngestOptions, Source, hashed_while_read
 from kvir.ingest.stage import run_adapter
 
@@ -173,6 +174,10 @@ def read_natively(case: Case, group: list[Source], opts: IngestOptions, digests:
             rest.append(src)
             continue
         table, how, check = stage(case, src, opts, on_bytes, hashed=hashed_while_read(src, opts))
+        moved = changed_since(src.paths[0], src.stamp()) if table is not None else None
+        if moved:   # the line reader reads the file as it was listed; DuckDB's reader cannot
+            case.con.execute(f"DROP TABLE IF EXISTS {table}")
+            table, how = None, f"kvir line reader: the file changed while DuckDB read it ({moved})"
         entries[src.source_id]["reader"] = how
         if table is None:
             rest.append(src)      # read again, line by line (the progress bar counts its bytes twice)

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kvir.ingest.lines import TEXT_SCHEMA, head_lines, iter_line_batches, open_maybe_compressed
+from kvir.ingest.opener import duckdb_path
 from kvir.ingest.sniff import csv_header
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,10 +75,11 @@ def _is_object(line: str) -> bool:
 
 
 def records_input(case: "Case", group: list["Source"], opts: "IngestOptions",
-                  on_bytes: Callable[[int], None] | None = None, note=None) -> pa.RecordBatchReader:
+                  on_bytes: Callable[[int], None] | None = None, note=None, blanks=None) -> pa.RecordBatchReader:
     """The records of every file in the group as one stream, each row tagged with its source_id.
     Documents and CSV files are read first (DuckDB reads them, and a connection cannot run a query
-    while it feeds another); NDJSON files are streamed as the adapter consumes them."""
+    while it feeds another); NDJSON files are streamed as the adapter consumes them. blanks(source_id):
+    the counter of a file's empty lines, which then become no rows (kvir.ingest.run.BatchReading)."""
     shapes = {src.source_id: shape_of(src.paths[0]) for src in group}
     tables = {src.source_id: read_records(case, src, opts, shapes[src.source_id])
               for src in group if shapes[src.source_id] != "ndjson"}
@@ -89,20 +91,24 @@ def records_input(case: "Case", group: list["Source"], opts: "IngestOptions",
                     on_bytes(sum(p.stat().st_size for p in src.paths))
                 yield from tables[src.source_id].to_batches()
                 continue
-            for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True):
+            for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True,
+                                       stamp=src.stamp(), blanks=blanks(src.source_id) if blanks else None):
                 if note is not None:   # the batch's bookkeeping (repaired lines: kvir.ingest.run.BatchReading.note)
                     note(b, src.source_id)
                 yield tagged(b, src.source_id, opts.max_line_bytes)
     return pa.RecordBatchReader.from_batches(RECORD_SCHEMA, batches())
 
 
-def read_records(case: "Case", src: "Source", opts: "IngestOptions", shape: str | None = None) -> pa.Table:
-    """The records of one file as a table; its shape (ndjson | array | document | csv) given or sniffed."""
+def read_records(case: "Case", src: "Source", opts: "IngestOptions", shape: str | None = None,
+                 blanks: Callable[[int], None] | None = None) -> pa.Table:
+    """The records of one file as a table; its shape (ndjson | array | document | csv) given or sniffed.
+    blanks(n): NDJSON's empty lines are counted there instead of becoming records."""
     shape = shape or shape_of(src.paths[0])
     if shape == "ndjson":
         return pa.Table.from_batches(
             [tagged(b, src.source_id, opts.max_line_bytes)
-             for b in iter_line_batches(src.paths[0], opts.max_line_bytes, text=True)], RECORD_SCHEMA)
+             for b in iter_line_batches(src.paths[0], opts.max_line_bytes, text=True, stamp=src.stamp(),
+                                        blanks=blanks)], RECORD_SCHEMA)
     table = _csv_records(case, src) if shape == "csv" else _document_records(case, src, shape)
     return _with_overlong(table.cast(RECORD_SCHEMA), opts.max_line_bytes)
 
@@ -165,8 +171,9 @@ def _document_records(case: "Case", src: "Source", shape: str) -> pa.Table:
     object itself. A document DuckDB cannot parse is one record whose problem says so."""
     fmt = "array" if shape == "array" else "unstructured"
     try:
-        return case.con.sql(_DOC_SQL, params={"p": str(src.paths[0]), "fmt": fmt, "sid": src.source_id,
-                                              "max_object": _max_object_bytes(case, src.paths[0])}).to_arrow_table()
+        path = duckdb_path(src.paths[0], case.path / "tmp")
+        return case.con.sql(_DOC_SQL, params={"p": str(path), "fmt": fmt, "sid": src.source_id,
+                                              "max_object": _max_object_bytes(case, path)}).to_arrow_table()
     except Exception as e:  # noqa: BLE001 - any reader failure becomes a counted, quarantined record
         with open_maybe_compressed(src.paths[0]) as f:
             size = len(f.read())
@@ -182,7 +189,7 @@ def _csv_records(case: "Case", src: "Source") -> pa.Table:
     rt, rs = f"src{int(src.source_id)}_csv_rejects", f"src{int(src.source_id)}_csv_scan"
     read = ("read_csv($p, all_varchar = true, header = true, store_rejects = true, "
             "rejects_table = $rt, rejects_scan = $rs, max_line_size = 134217728)")
-    params = {"p": str(src.paths[0]), "rt": rt, "rs": rs}
+    params = {"p": str(duckdb_path(src.paths[0], case.path / "tmp")), "rt": rt, "rs": rs}
     try:
         good = con.sql(f"SELECT row_number() OVER () AS k, to_json(c)::VARCHAR AS line FROM {read} AS c",
                        params=params).to_arrow_table()

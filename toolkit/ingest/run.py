@@ -32,6 +32,7 @@ from kvir.ingest.settings import extra_settings
 from kvir.ingest.stage import CHUNK_BYTES, interleave, run_adapter
 from kvir.core.progress import ByteCounter, Reporter
 from kvir.ingest.inputs import Skipped
+from kvir.ingest.custody import check_unchanged, file_blank_lines, input_sizes, size_of
 from kvir.ingest.sources import IngestOptions, Source, hashed_while_read, input_digest, plan_inputs, plan_sources, resolve_paths, sniff  # noqa: F401 (re-exported)
 
 def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Reporter | None = None,
@@ -53,7 +54,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
         con.execute("INSERT INTO skipped_inputs VALUES ($p, $r, $n)", {"p": str(s.path), "r": s.reason, "n": s.size_bytes})
     case.manifest["skipped_inputs"] = [{"path": str(s.path), "reason": s.reason} for s in skipped]
     t_all = time.perf_counter()
-    sizes = {s.source_id: sum(p.stat().st_size for p in s.paths) for s in sources}
+    sizes = input_sizes(sources)
     _register_sources(case, sources, opts, sizes)
     seconds: dict[int, float] = {}
     digests: dict[int, str] = {}      # SHA-256 of the files the line reader hashed as it read them
@@ -83,6 +84,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
         digests.update(reading.digests)
         done += span
     reporter.describe(bar, f"read {len(sources)} input{'s' * (len(sources) != 1)}")
+    check_unchanged(sources, digests)       # what was parsed is what the size and SHA-256 describe
     _finish_sources(case, sources, seconds, digests)
     _build_records_view(case, sources)
     reporter.run("merge records into requests", lambda: _build_requests(case, sources, opts), con=con)
@@ -139,7 +141,7 @@ def _register_sources(case: Case, sources: list[Source], opts: IngestOptions, si
             "max_line_bytes": opts.max_line_bytes, **extra_settings(src)})
         case.manifest["inputs"].append({
             "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
-            "files": [{"path": str(p), "size_bytes": p.stat().st_size} for p in src.paths],
+            "files": [{"path": str(p), "size_bytes": size_of(src, i)} for i, p in enumerate(src.paths)],
             "sha256": digest, "source_tz": src.tz.text if src.tz else None,
             "served_model": src.served_model, "served_model_source": src.served_model_source,
             "node": src.node, "role": src.role, "notes": src.notes})
@@ -212,7 +214,15 @@ class BatchReading:
 
         self.digests: dict[int, str] = {}
         self.repaired: list[tuple[int, int]] = []
+        self.blank: dict[int, int] = {}       # empty lines per source: counted, never rows
         self.lock = threading.Lock()
+
+    def blanks(self, source_id: int):
+        """The line reader's callback for a source's empty lines."""
+        def add(n: int) -> None:
+            with self.lock:
+                self.blank[source_id] = self.blank.get(source_id, 0) + n
+        return add
 
     def note(self, batch: pa.RecordBatch, source_id: int) -> None:
         """Keep the numbers of the batch's lines the reader repaired."""
@@ -227,7 +237,8 @@ class BatchReading:
         import hashlib
 
         h = hashlib.sha256() if hashed else None
-        for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True, digest=h):
+        for b in iter_line_batches(src.paths[0], opts.max_line_bytes, on_bytes=on_bytes, text=True, digest=h,
+                                   stamp=src.stamp(), blanks=self.blanks(src.source_id)):
             self.note(b, src.source_id)
             yield tagged(b, src.source_id, opts.max_line_bytes)
         if h is not None:
@@ -248,6 +259,7 @@ def _file_batch(case: Case, group: list[Source], reading: BatchReading) -> None:
         if reading.repaired:
             case.run("case/invalid_utf8", inputs={"records": "records_text", "repaired": f"{tag}_repaired"})
         case.run("case/file_batch", inputs={"batch": f"{tag}_ids"})
+        file_blank_lines(case, group, reading.blank)
     finally:
         for name in tables:
             case.con.unregister(name)
@@ -286,9 +298,9 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
     if reader == "lines":
         inp = _lines_of(group, opts, reading, on_bytes)
     elif reader == "records":
-        inp = records_input(case, group, opts, on_bytes, reading.note)
+        inp = records_input(case, group, opts, on_bytes, reading.note, reading.blanks)
     elif reader in ("jsonl-mapped", "csv-mapped"):
-        inp = mapped_input(case, group[0], opts)
+        inp = mapped_input(case, group[0], opts, reading.blanks(group[0].source_id))
     else:
         raise InputError(f"format {fmt.name} has no reader {reader!r}")
     if fmt.side_query:

@@ -7,7 +7,6 @@ read correctly is refused here, naming the file, before a line is parsed.
 """
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 import re
@@ -18,8 +17,9 @@ from typing import Any
 from kvir.ingest import formats as fmts
 from kvir.core.errors import InputError
 from kvir.ingest.formats import FORMATS, Format
-from kvir.ingest.inputs import Skipped, collect_inputs, resolve_paths  # noqa: F401 (resolve_paths re-exported)
+from kvir.ingest.inputs import Skipped, collect_inputs, glob_under, is_glob, resolve_paths  # noqa: F401 (resolve_paths re-exported)
 from kvir.ingest.lines import DEFAULT_MAX_LINE_BYTES, compression_of, head_lines
+from kvir.ingest.opener import Stamp
 from kvir.spec.model import IncidentSpec, SourceSpec
 from kvir.core.timezones import SourceTz, parse_source_tz
 from kvir.core.files import node_from_path, role_from_name, sha256_file, sha256_of_digests
@@ -40,6 +40,10 @@ class Source:
     columns: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     window: tuple[Any, Any] | None = None   # the incident window (UTC), for formats that need it
+    stamps: list[Stamp | None] = field(default_factory=list)   # each of `paths` as listed (kvir.ingest.opener)
+
+    def stamp(self, i: int = 0) -> Stamp | None:
+        return self.stamps[i] if i < len(self.stamps) else None
 
     @property
     def is_view(self) -> bool:
@@ -78,10 +82,10 @@ class IngestOptions:
 
 
 def hashed_while_read(src: Source, opts: IngestOptions) -> bool:
-    """Is the source's SHA-256 taken as its bytes are read for parsing (an uncompressed text file read line
-    by line, by kvir's line reader or by kvir.ingest.native's check), rather than by a read of its own?"""
-    return (opts.hash != "none" and src.format.reader == "lines" and len(src.paths) == 1
-            and compression_of(src.paths[0]) is None)
+    """Is the source's SHA-256 taken as its bytes are read for parsing (a text file read line by line, by
+    kvir's line reader, compressed or not, or by kvir.ingest.native's check), rather than by a read of its
+    own? Then the recorded digest and size are those of exactly the bytes parsed."""
+    return opts.hash != "none" and src.format.reader == "lines" and len(src.paths) == 1
 
 
 def _spec_source_for(path: Path, spec: IncidentSpec | None) -> SourceSpec | None:
@@ -89,12 +93,14 @@ def _spec_source_for(path: Path, spec: IncidentSpec | None) -> SourceSpec | None
         return None
     r = path.resolve()
     for s in spec.sources:
-        pattern = s.path if Path(s.path).is_absolute() else str(spec.base_dir / s.path)
-        matches = {Path(h).resolve() for h in glob.glob(pattern, recursive=True)}
-        if Path(pattern).is_dir():
-            if r.is_relative_to(Path(pattern).resolve()):
+        where = Path(s.path) if Path(s.path).is_absolute() else spec.base_dir / s.path
+        if where.is_dir():
+            if r.is_relative_to(where.resolve()):
                 return s
-        if r in matches:
+        elif not is_glob(s.path, where):       # an existing path is itself, glob characters or not
+            if where.exists() and where.resolve() == r:
+                return s
+        elif r in {Path(h).resolve() for h in glob_under(spec.base_dir, s.path)}:
             return s
     return None
 
@@ -182,19 +188,27 @@ def plan_sources(paths: list[str | Path], spec: IncidentSpec | None, opts: Inges
 
 def plan_inputs(paths: list[str | Path], spec: IncidentSpec | None, opts: IngestOptions) -> Plan:
     """Decide, per input, its format and settings; refuse what cannot be read correctly; set aside (and
-    keep a record of) files that cannot be inputs at all."""
+    keep a record of) files that cannot be inputs at all. Every input that cannot be read correctly is
+    refused in one error that lists them all (a folder of seven such files takes one run to fix, not seven)."""
     inputs = collect_inputs(paths, spec)
     files = inputs.files
     groups: dict[tuple, list[Path]] = {}
     planned: dict[tuple, tuple[Format, str, SourceSpec | None]] = {}
+    problems: list[InputError] = []
     for f, arg in files:
         ss = _spec_source_for(f, spec)
-        if opts.format and opts.format != "auto":
-            fmt, how = fmts.get(opts.format), "given: --format"
-        elif ss is not None and ss.format:
-            fmt, how = fmts.get(ss.format), "given: [[sources]] format"
-        else:
-            fmt, how = sniff(f)
+        try:
+            if opts.format and opts.format != "auto":
+                fmt, how = fmts.get(opts.format), "given: --format"
+            elif ss is not None and ss.format:
+                fmt, how = fmts.get(ss.format), "given: [[sources]] format"
+            else:
+                fmt, how = sniff(f)
+        except InputError as e:
+            if e.path is None:           # not about this file (an unknown --format): the one error there is
+                raise
+            problems.append(e)
+            continue
         # the files of one Parquet dataset (one argument or one [[sources]] entry) are one source
         key = ("parquet", str(arg), id(ss)) if fmt.reader == "parquet-mapped" else ("file", str(f))
         groups.setdefault(key, []).append(f)
@@ -202,8 +216,24 @@ def plan_inputs(paths: list[str | Path], spec: IncidentSpec | None, opts: Ingest
     sources = []
     for i, (key, group) in enumerate(groups.items(), 1):
         fmt, how, ss = planned[key]
-        sources.append(_settle(i, group, key, fmt, how, ss, spec, opts))
+        try:
+            src = _settle(i, group, key, fmt, how, ss, spec, opts)
+        except InputError as e:
+            problems.append(e)
+            continue
+        src.stamps = [inputs.stamps.get(p) for p in group]
+        sources.append(src)
+    if problems:
+        raise refusal(problems)
     return Plan(sources, inputs.skipped)
+
+
+def refusal(problems: list[InputError]) -> InputError:
+    """One error for every input refused: the single one as it is, several listed (each names its file)."""
+    if len(problems) == 1:
+        return problems[0]
+    shown = "; ".join(str(p) for p in problems[:20]) + (f"; and {len(problems) - 20} more" if len(problems) > 20 else "")
+    return InputError(f"{len(problems)} inputs cannot be read as they are: {shown}")
 
 
 def _settle(i: int, files: list[Path], key: tuple, fmt: Format, how: str, ss: SourceSpec | None,

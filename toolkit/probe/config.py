@@ -125,6 +125,11 @@ class ProbeOptions:
             raise KvirError("--tokenizer cannot apply the server's chat template; use --api completions or the server's /tokenize")
         self.common_headers()
 
+    def secret_values(self) -> list[str]:
+        """Every credential this run sends (tenant keys, gateway header values): what no output may show."""
+        keys = [t.key for t in (self.tenant_a, self.tenant_b)]
+        return [v for v in (*keys, *self.common_headers().values()) if v]
+
     def common_headers(self) -> dict[str, str]:
         """Gateway headers (no tenant key). Values never leave this dict."""
         out: dict[str, str] = {}

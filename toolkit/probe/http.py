@@ -1,6 +1,10 @@
 """The probe's HTTP client: one budget for every attempt, a wall-clock deadline, per-attempt timeouts,
 retries with exponential backoff for 5xx and transport errors, 429 Retry-After honoured, bounded
-concurrency. A reply keeps what the checks need (status, JSON, streamed chunks) in memory only."""
+concurrency. A reply keeps what the checks need (status, JSON, streamed chunks) in memory only.
+
+A hostile or broken server gets no further: redirects are not followed (a tenant's key never travels to
+another host), a reply over MAX_REPLY_BYTES is not read on (no usable answer), and JSON nested too deeply
+to parse is no JSON (never a crash). What it echoes is scrubbed from every output (kvir.core.secrets)."""
 from __future__ import annotations
 
 import asyncio
@@ -59,6 +63,16 @@ class Budget:
         return None
 
 
+# What latencies are measured with (a test installs a clock the fake server advances: deterministic timing)
+clock = time.monotonic
+
+MAX_REPLY_BYTES = 16 << 20       # the probe's answers are small: an API reply this large is not read on
+
+
+class Unusable(Exception):
+    """A reply the probe does not read on (too large)."""
+
+
 def retry_after_s(value: str | None) -> float | None:
     """Retry-After as seconds (a number or an HTTP date), None when absent or unreadable."""
     if not value:
@@ -108,16 +122,19 @@ class Client:
             status, hdrs = None, {}
             try:
                 async with self.sem:
-                    t0 = time.monotonic()
+                    t0 = clock()
                     status, hdrs, rep.body, rep.chunks = await asyncio.wait_for(
                         self._once(method, path, body, headers, stream), timeout)
-                    rep.latency_s = time.monotonic() - t0
+                    rep.latency_s = clock() - t0
                 rep.error = None if status < 500 and status != 429 else f"HTTP {status}"
             except (asyncio.TimeoutError, httpx.TimeoutException):
                 rep.error = f"timeout after {timeout:.1f} s"
                 rep.body = rep.chunks = None
             except httpx.HTTPError as e:
                 rep.error = f"transport error: {type(e).__name__}"
+                rep.body = rep.chunks = None
+            except Unusable as e:
+                rep.error, status, hdrs = str(e), None, {}
                 rep.body = rep.chunks = None
             finally:
                 self.on_attempt()
@@ -136,14 +153,11 @@ class Client:
 
     async def _once(self, method: str, path: str, body: dict | None, headers: dict, stream: bool):
         url = self.base + path
-        if not stream:
-            r = await self.http.request(method, url, json=body, headers=headers)
-            return r.status_code, r.headers, _json(r.content), None
         async with self.http.stream(method, url, json=body, headers=headers) as r:
-            if r.status_code != 200 or "text/event-stream" not in r.headers.get("content-type", ""):
-                return r.status_code, r.headers, _json(await r.aread()), None
+            if not stream or r.status_code != 200 or "text/event-stream" not in r.headers.get("content-type", ""):
+                return r.status_code, r.headers, _json(await _read_capped(r)), None
             chunks: list[dict] = []
-            async for line in r.aiter_lines():
+            async for line in _lines_capped(r):
                 if not line.startswith("data:"):
                     continue
                 data = line[5:].strip()
@@ -162,10 +176,33 @@ class Client:
             return r.status_code, r.headers, None, chunks
 
 
+async def _read_capped(r: httpx.Response) -> bytes:
+    buf = bytearray()
+    async for block in r.aiter_bytes():
+        buf += block
+        if len(buf) > MAX_REPLY_BYTES:
+            raise Unusable(f"reply of HTTP {r.status_code} over {MAX_REPLY_BYTES >> 20} MiB: not read on")
+    return bytes(buf)
+
+
+async def _lines_capped(r: httpx.Response):
+    """The lines of a streamed reply (text), at most MAX_REPLY_BYTES of it in all."""
+    seen, rest = 0, b""
+    async for block in r.aiter_bytes():
+        seen += len(block)
+        if seen > MAX_REPLY_BYTES:
+            raise Unusable(f"stream over {MAX_REPLY_BYTES >> 20} MiB: not read on")
+        *lines, rest = (rest + block).split(b"\n")
+        for line in lines:
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+    if rest:
+        yield rest.rstrip(b"\r").decode("utf-8", "replace")
+
+
 def _json(raw: bytes) -> Any:
     try:
         return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):   # RecursionError: nesting too deep to parse
         return None
 
 

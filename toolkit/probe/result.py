@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kvir.core.secrets import Redactor
 from kvir.probe.rules import (CHECK_RULE, CHECK_TITLE, EXIT, EXPOSED, INCONCLUSIVE,  # noqa: F401 (re-exported)
                               NOT_EXPOSED, RULE, RULES, Rule)
 
@@ -80,6 +81,15 @@ class ProbeResult:
     dry_run: bool = False
     notes: list[str] = field(default_factory=list)
     extra_findings: list[Finding] = field(default_factory=list)   # not tied to a check (KVIR-P006)
+    redactor: Redactor = field(default_factory=Redactor, repr=False, compare=False)   # the run's secrets
+
+    def scrub(self) -> int:
+        """Scrub every field built from what the server said (kvir.core.secrets); the number of secrets
+        found. Every output (JSON, SARIF, case rows, the terminal) is made from these fields."""
+        r, before = self.redactor, self.redactor.count
+        for name in ("options", "plan", "facts", "checks", "requests", "reason", "notes", "extra_findings"):
+            setattr(self, name, r.scrub(getattr(self, name)))
+        return r.count - before
 
     @property
     def findings(self) -> list[Finding]:
@@ -95,14 +105,14 @@ class ProbeResult:
     def as_json(self) -> dict:
         from kvir import __version__
 
-        return {"kvir_version": __version__, "run_id": self.run_id, "dry_run": self.dry_run,
+        return self.redactor.obj({"kvir_version": __version__, "run_id": self.run_id, "dry_run": self.dry_run,
                 "verdict": self.verdict, "reason": self.reason, "started_at": self.started_at,
                 "ended_at": self.ended_at, "wall_s": round(self.wall_s, 3), "requests_sent": self.sent,
                 "options": self.options, "plan": self.plan, "server": self.facts,
                 "checks": [c.as_json() for c in self.checks],
-                "findings": [f.as_json() for f in self.findings], "requests": self.requests, "notes": self.notes}
+                "findings": [f.as_json() for f in self.findings], "requests": self.requests, "notes": self.notes})
 
     def to_sarif(self) -> dict:
         from kvir.probe.sarif import to_sarif
 
-        return to_sarif(self)
+        return self.redactor.obj(to_sarif(self))

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from kvir.core.errors import KvirError
+from kvir.core.secrets import Redactor
 from kvir.probe.canary import CanaryIndex
 from kvir.probe.config import ProbeOptions
 from kvir.probe.context import Context
@@ -64,8 +66,21 @@ def run_sync(coro):
 
 
 async def run_probe(opts: ProbeOptions, on_plan=None, on_progress=None) -> ProbeResult:
+    """The run; everything it returns or records is scrubbed of the run's credentials (ProbeResult.scrub),
+    and so is an error it raises, whatever the server echoed where."""
+    redactor = Redactor(opts.secret_values())
+    try:
+        return await _run_probe(opts, on_plan, on_progress, redactor)
+    except KvirError as e:
+        e.message = redactor.text(e.message)
+        e.args = (str(e),)
+        raise
+
+
+async def _run_probe(opts: ProbeOptions, on_plan, on_progress, redactor: Redactor) -> ProbeResult:
     plan = make_plan(opts, None)
-    result = ProbeResult(options=opts.describe(), plan=plan, run_id=secrets.token_hex(4), dry_run=opts.dry_run)
+    result = ProbeResult(options=opts.describe(), plan=plan, run_id=secrets.token_hex(4), dry_run=opts.dry_run,
+                         redactor=redactor)
     if on_plan:
         on_plan(plan)
     if opts.dry_run:
@@ -86,7 +101,7 @@ async def run_probe(opts: ProbeOptions, on_plan=None, on_progress=None) -> Probe
         planned[0] = plan["planned_requests"]
         result.plan, result.facts = plan, facts.as_json()
         if on_plan:
-            on_plan(plan)
+            on_plan(redactor.obj(plan))              # the plan now holds what the server said (a model id)
         counter = Counter(opts, None if opts.tokenizer else client, model)
         ctx = Context(opts, client, facts, PromptBuilder(counter, new_tag()), model, CanaryIndex(opts.fragment_chars))
         for name, fn in (("length", length_check), ("canary", canary_check), ("timing", timing_check)):
@@ -111,6 +126,10 @@ async def run_probe(opts: ProbeOptions, on_plan=None, on_progress=None) -> Probe
         result.reason += " (budget or deadline reached)"
     result.wall_s = time.monotonic() - t0
     result.ended_at = _now()
+    echoed = result.scrub()
+    if echoed:
+        result.notes.append(f"the server sent back a credential of this run ({echoed} times: an API key or a header "
+                            "value, in its answers); every copy is shown as [redacted]")
     if opts.case is not None:
         record_in_case(opts.case, result)
     return result

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kvir.case.carry import Carried, carry_over
 from kvir.case.store import Case
 from kvir.case.spec_tables import record_spec
 from kvir.core.errors import InputError, TooManyBadLines
@@ -39,6 +40,7 @@ class TriageResult:
     summary: dict[str, Any]
     sources: list[dict[str, Any]]
     outputs: dict[str, Path] = field(default_factory=dict)
+    carried: Carried = field(default_factory=Carried)    # what a case triaged again kept, and what it lost
 
     @property
     def path(self) -> Path:
@@ -70,7 +72,7 @@ class TriageResult:
 
     def as_json(self) -> dict[str, Any]:
         return {"summary": self.summary, "sources": self.sources,
-                "outputs": {k: str(v) for k, v in self.outputs.items()}}
+                "outputs": {k: str(v) for k, v in self.outputs.items()}, "carried_over": self.carried.as_dict()}
 
 
 def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None = None, *, out: str | Path,
@@ -160,6 +162,8 @@ def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: P
                 "SELECT threshold_source, count(*) FROM triage_hits GROUP BY 1 ORDER BY 1").fetchall())
         counts = _source_rows(case)
         outputs = _export(case, keep_raw)
+        # a case triaged again keeps what its other stages made while it still holds (kvir.case.carry)
+        carried = carry_over(case, Path(out), set(outputs) | {"manifest.json", "summary.json", "compiled"})
         summary["inputs_skipped"] = (len(plan.skipped) if plan else
                                      case.con.execute("SELECT count(*) FROM skipped_inputs").fetchone()[0])
         summary["engine"] = engine
@@ -176,7 +180,7 @@ def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: P
     except BaseException:
         case.close()       # the staged work is dropped: an earlier case at `out` stays whole
         raise
-    result = TriageResult(case, spec, summary, counts, {k: case.path / v.name for k, v in outputs.items()})
+    result = TriageResult(case, spec, summary, counts, {k: case.path / v.name for k, v in outputs.items()}, carried)
     quarantined = sum(s["quarantined"] for s in counts)
     if max_bad_lines is not None and quarantined > max_bad_lines:
         raise TooManyBadLines(f"{quarantined} records quarantined, more than --max-bad-lines {max_bad_lines} "

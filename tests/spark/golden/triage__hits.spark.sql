@@ -49,6 +49,9 @@ WITH scoped AS (
       )
     )
     AND r.ts <= :window_end
+    AND NOT (
+      r.ts = :window_end AND COALESCE(r.ts_extra_ns, 0) > 0
+    )
     AND r.ts > :window_start - INTERVAL '1' DAY
     AND (
       r.ts >= :window_start

@@ -136,6 +136,9 @@ WITH cfg AS (
       )
     )
     AND r.ts <= :window_end
+    AND NOT (
+      r.ts = :window_end AND COALESCE(r.ts_extra_ns, 0) > 0
+    )
     AND r.ts > :window_start - INTERVAL '1' DAY
     AND (
       r.ts >= :window_start

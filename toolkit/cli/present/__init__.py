@@ -7,18 +7,23 @@ around foreign text. Results go to stdout (JSON) or files; tables, progress and 
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import json
 import math
-from typing import Any, Callable, Iterable, NoReturn
+import os
+import signal
+import threading
+from typing import Any, Callable, Iterable, Iterator, NoReturn
 
 import duckdb
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from kvir.case.store import DEFAULT_MEMORY_LIMIT
+from kvir.case.store import DEFAULT_MEMORY_LIMIT, is_damage
+from kvir.case.writer import public_path
 from kvir.core.errors import KvirError, disk_problem
 from kvir.core.jsonable import jsonable
 from kvir.core.progress import stderr
@@ -94,19 +99,27 @@ def fail(e: BaseException | str) -> NoReturn:
 
 def _message(e: BaseException | str) -> str:
     if isinstance(e, OSError) and e.errno in _USER_ERRNOS:
-        where = e.filename or ""
+        where = public_path(e.filename or "")
         return f"{where}: {_USER_ERRNOS[e.errno]}" if where else _USER_ERRNOS[e.errno]
-    return " ".join(str(e).split("\n")) if not isinstance(e, str) else e
+    return public_path(" ".join(str(e).split("\n")) if not isinstance(e, str) else e)
 
 
-def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a command so user-fixable errors (KvirError, a full/read-only disk, a missing permission) end
-    with one line and exit 2 instead of a traceback."""
+def guarded(command: Callable[..., Any] | None = None, *, interrupt: bool = True) -> Any:
+    """Wrap a command so user-fixable errors (KvirError, a full/read-only disk, a missing permission, a
+    damaged case database) end with one line and exit 2 instead of a traceback, and Ctrl-C (or SIGTERM)
+    with one line and exit 130 (143), every case as it was (kvir.case.writer.abandon_all). A server that
+    shuts down gracefully on those signals itself is wrapped with `@guarded(interrupt=False)`."""
+    if command is None:
+        return functools.partial(guarded, interrupt=interrupt)
+
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            return command(*args, **kwargs)
+            with interruptible() if interrupt else contextlib.nullcontext():
+                return command(*args, **kwargs)
         except KvirError as e:
+            if is_damage(e.__cause__ or e) and " is damaged: " not in str(e):   # found by a query, not named yet
+                fail(f"{e} (a database file is damaged: restore the case from a copy, or triage again into a new folder)")
             fail(e)
         except OSError as e:
             if e.errno in _USER_ERRNOS:
@@ -116,8 +129,41 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
             # (its classes live in `_duckdb` in DuckDB 2.0; a commit that fails is a TransactionException)
             if isinstance(e, duckdb.Error) and disk_problem(str(e)):
                 fail(f"the case's disk: {disk_problem(str(e))} ({' '.join(str(e).split())[:300]})")
+            if isinstance(e, duckdb.Error) and is_damage(e):
+                fail(f"a case database is damaged: DuckDB cannot read it ({' '.join(str(e).split())[:300]})")
             raise
     return run
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """While a command runs, Ctrl-C (SIGINT) and SIGTERM end it at once: the staged work of every case being
+    written is dropped, one line says so, and the exit status is 128 + the signal. Exiting from the handler
+    (never unwinding through DuckDB's threads and queries: that gave 'connection is busy' tracebacks and
+    SIGABRT) is safe because a case is only ever replaced by one atomic swap of a complete new state."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, _on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    from kvir.case.writer import abandon_all
+
+    try:
+        cases = abandon_all()
+        what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+        kept = "".join(f"; {visible(c)}" for c in cases)
+        os.write(2, ("\n" if os.isatty(2) else "").encode() + f"kvir: {what}{kept}\n".encode())
+    finally:
+        os._exit(128 + signum)
 
 
 def echo(text: str) -> None:

@@ -116,3 +116,12 @@ def _print_joins(result) -> None:
     stderr.print(table("Evidence joins (candidates and customer identities to requests with prompt lengths)",
                        ("source", "pass", "status", "keys", ("requests", "right"), ("tolerance", "right")),
                        [[name, r[1], r[2], r[3], r[4], f"±{r[5]:g} s"] for name, r in zip(names, rows)]))
+
+
+def print_carried(result) -> None:
+    """What a case triaged again kept of its previous state and what it lost, and why (also with --quiet:
+    results of other stages going away is never silent)."""
+    for what in result.carried.kept:
+        say(f"kept from the previous case: {what}")
+    for r in result.carried.removed:
+        say(f"removed from the previous case: {r['what']}: {r['why']}", style="yellow")
