@@ -20,7 +20,7 @@ WITH raw AS (
 cand AS (   -- cheap scans first: request-log lines out, then one regex pass picks lines that could matter
     SELECT r.* FROM raw AS r
     WHERE CASE WHEN position('Finish: obj=' IN r.text) > 0 OR position('Receive: obj=' IN r.text) > 0 THEN false
-               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
+               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|DSV4 (?:memory calculation|pool sizes)|larger than the profiled value|exceeds the KV memory budget|Multimodal prompt is too long|exceeds the unified FULL/SWA|too many SWA KV tokens|(?i:^\s*(?:sglang|vllm)(?: version)?\s*:\s*v?\d)|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
 ),
 p1 AS (     -- container-runtime stamp
     SELECT c.*,
@@ -59,7 +59,14 @@ kinds AS (
             WHEN regexp_matches(m.msg, '^KV pool holds \d+ tokens, fewer than --context-length \d+') THEN 'pool_warning'
             WHEN regexp_matches(m.msg, 'User-specified context_length \(\d+\) is greater than the derived context_length \(\d+\)') THEN 'ctx_override'
             WHEN regexp_matches(m.msg, '^KV cache is forced as chunk cache for decode server') THEN 'decode_hint'
-            WHEN regexp_matches(m.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v)v?\d+\.\d+') THEN 'version'
+            WHEN regexp_matches(m.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v|:\s*)v?\d+\.\d+') THEN 'version'
+            -- vLLM's collect_env (`vLLM Version : 0.10.1`) and pip lines (`vllm==0.10.1`): a version, not a start
+            WHEN regexp_matches(m.msg, '^\s*(?i:vllm)(?:[-_]cpu)?(?:\s+version\s*:\s*|\s*==\s*|:\s*)v?\d+\.\d+') THEN 'vllm_version'
+            -- what memory allows (DeepSeek-V4's configurator, max_total_tokens above the profiled value): the pool
+            -- is at most this (--max-total-tokens and pipeline parallelism can only lower it)
+            WHEN regexp_matches(m.msg, '^DSV4 memory calculation: .*full_token=\d+\s*$') THEN 'pool_bound'
+            WHEN regexp_matches(m.msg, '^DSV4 pool sizes: full=\d+,') THEN 'pool_bound'
+            WHEN regexp_matches(m.msg, '^max_total_tokens=\d+ is larger than the profiled value \d+') THEN 'pool_bound'
             WHEN regexp_matches(m.msg, '^The server is fired up and ready to roll') THEN 'ready'
             WHEN regexp_matches(m.msg, '^(?:vLLM API server version |Initializing an? (?:V1 )?LLM engine)') THEN 'vllm_start'
             WHEN regexp_matches(m.msg, '^(?:GPU|CPU|XPU|HPU|NPU|TPU) KV cache size: [\d,]+ tokens') THEN 'vllm_kv'
@@ -70,6 +77,12 @@ kinds AS (
             WHEN regexp_matches(m.msg, 'The model''s max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache \(\d+\)') THEN 'vllm_refusal'
             WHEN regexp_matches(m.msg, 'Input length \(\d+ tokens\) exceeds the maximum allowed length \(\d+ tokens\)') THEN 'input-length-exceeds'
             WHEN regexp_matches(m.msg, 'exceeds the maximum number of tokens: \d+ > \d+') THEN 'exceeds-max-tokens'
+            -- the scheduler's other rejections (set_finish_with_abort: HTTP 400; builds.toml [[log_line]])
+            WHEN regexp_matches(m.msg, 'Request prompt exceeds the KV memory budget: input_len=\d+') THEN 'kv-budget-exceeded'
+            WHEN regexp_matches(m.msg, 'Multimodal prompt is too long after expanding multimodal tokens\.') THEN 'mm-prompt-too-long'
+            -- decode's admission door (PD): the request does not fit decode's pool
+            WHEN regexp_matches(m.msg, 'Request \S+ exceeds the unified FULL/SWA KV byte budget') THEN 'kv-byte-budget-exceeded'
+            WHEN regexp_matches(m.msg, 'Request \S+ requires too many SWA KV tokens for decode preallocation: \d+ > \d+') THEN 'swa-prealloc-exceeded'
             WHEN regexp_matches(m.msg, 'KV checksum mismatch(?: on a peer rank)? req=') THEN 'kv-checksum-mismatch'
             WHEN regexp_matches(m.msg, 'KV checksum skipped: .*admitted unverified') THEN 'kv-checksum-skipped'
             WHEN regexp_matches(m.msg, 'kv_canary violation: launch_tag=') THEN 'kv-canary-violation'
@@ -124,7 +137,9 @@ SELECT
     NOT c.complete AS truncated,
     coalesce(c.prefix_engine, CASE WHEN c.kind LIKE 'vllm%' THEN 'vllm'
                                    WHEN c.kind IN ('server_args', 'pool', 'kv_alloc', 'pool_warning', 'decode_hint', 'version', 'ready', 'ctx_override',
-                                                   'canary-stats', 'canary-installed', 'kv-checksum-skipped') THEN 'sglang'
+                                                   'canary-stats', 'canary-installed', 'kv-checksum-skipped', 'pool_bound',
+                                                   'kv-budget-exceeded', 'mm-prompt-too-long', 'kv-byte-budget-exceeded',
+                                                   'swa-prealloc-exceeded') THEN 'sglang'
                                    WHEN c.kind = 'config' AND regexp_matches(c.msg, '(?i)vllm|max[_-]model[_-]len|block[_-]size|tensor[_-]parallel') THEN 'vllm'
                                    WHEN c.kind = 'config' THEN 'sglang' END) AS engine,
     coalesce(nullif(c.sg_tags, ''), nullif(c.vl_tag, ''), '') AS rank_tag,
@@ -145,6 +160,13 @@ SELECT
     CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'max_total_num_tokens', c.complete)
          WHEN c.kind = 'config' THEN kva_cfg_int(c.msg, 'max_total_num_tokens') END AS pool_tokens,
     CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'context_len', c.complete) END AS context_len,
+    -- an upper bound of the pool (what memory allows): DSV4 `full_token=N` / `full=N`, the profiled value
+    CASE WHEN c.kind = 'pool_bound' THEN TRY_CAST(coalesce(nullif(regexp_extract(c.msg, 'full_token=(\d+)\s*$', 1), ''),
+                                                          nullif(regexp_extract(c.msg, '^DSV4 pool sizes: full=(\d+),', 1), ''),
+                                                          nullif(regexp_extract(c.msg, 'larger than the profiled value (\d+)', 1), '')) AS BIGINT) END AS pool_bound,
+    CASE WHEN c.kind = 'pool_bound' AND position('DSV4 memory calculation' IN c.msg) > 0 THEN 'DSV4 memory calculation full_token'
+         WHEN c.kind = 'pool_bound' AND position('DSV4 pool sizes' IN c.msg) > 0 THEN 'DSV4 pool sizes full'
+         WHEN c.kind = 'pool_bound' THEN 'profiled value (max_total_tokens is larger)' END AS pool_bound_source,
     CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'max_running_requests', c.complete) END AS max_running_requests,
     CASE WHEN c.kind = 'kv_alloc' THEN TRY_CAST(nullif(regexp_extract(c.msg, '#tokens: (\d+),', 1), '') AS BIGINT) END AS kv_tokens,
     CASE WHEN c.kind = 'kv_alloc' AND position('KV size:' IN c.msg) > 0 THEN 'MLA'
@@ -163,7 +185,8 @@ SELECT
     CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'context_length')
          WHEN c.kind = 'config' THEN coalesce(kva_cfg_int(c.msg, 'context_length'), kva_cfg_int(c.msg, 'context_len')) END AS sa_context_length,
     CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'page_size') WHEN c.kind = 'config' THEN kva_cfg_int(c.msg, 'page_size') END AS sa_page_size,
-    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'max_total_tokens') END AS sa_max_total_tokens,
+    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'max_total_tokens') WHEN c.kind = 'config' THEN kva_cfg_int(c.msg, 'max_total_tokens')
+         WHEN c.kind = 'pool_bound' THEN TRY_CAST(nullif(regexp_extract(c.msg, '^max_total_tokens=(\d+) is larger', 1), '') AS BIGINT) END AS sa_max_total_tokens,
     CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'served_model_name') WHEN c.kind = 'config' THEN kva_cfg(c.msg, 'served_model_name') END AS sa_served_model,
     CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'model_path') END AS sa_model_path,
     CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'disaggregation_enable_kv_checksum')
@@ -190,7 +213,8 @@ SELECT
     CASE WHEN c.kind = 'env' THEN kva_env(c.msg, 'SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES') END AS env_batch_cap,
     CASE WHEN c.kind = 'env' THEN nullif(kva_env(c.msg, 'HOSTNAME'), '') END AS env_hostname,
     -- versions
-    CASE WHEN c.kind = 'version' THEN regexp_extract(c.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v)v?(\d+\.\d+[\w.+-]*)', 1)
+    CASE WHEN c.kind = 'version' THEN regexp_extract(c.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v|:\s*)v?(\d+\.\d+[\w.+-]*)', 1)
+         WHEN c.kind = 'vllm_version' THEN regexp_extract(c.msg, '(?i:vllm)(?:[-_]cpu)?(?:\s+version\s*:\s*|\s*==\s*|:\s*)v?(\d+\.\d+[\w.+-]*)', 1)
          WHEN c.kind = 'vllm_start' THEN nullif(regexp_extract(c.msg, '^(?:vLLM API server version |Initializing an? (?:V1 )?LLM engine \(v)(\d+\.\d+[\w.+-]*?)\)?(?:[\s,]|$)', 1), '')
     END AS version,
     -- vLLM
@@ -220,7 +244,12 @@ SELECT
                                                                        regexp_extract(c.msg, 'estimated maximum model length is (\d+)', 1)), '') AS BIGINT) END AS refusal_tokens,
     -- runtime indicators: the prompt length and the limit it hit (no request text is kept)
     CASE WHEN c.kind = 'input-length-exceeds' THEN TRY_CAST(regexp_extract(c.msg, 'Input length \((\d+) tokens\)', 1) AS BIGINT)
+         WHEN c.kind = 'kv-budget-exceeded' THEN TRY_CAST(regexp_extract(c.msg, 'input_len=(\d+)', 1) AS BIGINT)
+         WHEN c.kind = 'mm-prompt-too-long' THEN TRY_CAST(nullif(regexp_extract(c.msg, '=> (\d+) >= \d+', 1), '') AS BIGINT)
+         WHEN c.kind = 'swa-prealloc-exceeded' THEN TRY_CAST(regexp_extract(c.msg, 'decode preallocation: (\d+) >', 1) AS BIGINT)
          WHEN c.kind = 'exceeds-max-tokens' THEN TRY_CAST(regexp_extract(c.msg, 'maximum number of tokens: (\d+) >', 1) AS BIGINT) END AS ind_tokens,
     CASE WHEN c.kind = 'input-length-exceeds' THEN TRY_CAST(regexp_extract(c.msg, 'maximum allowed length \((\d+) tokens\)', 1) AS BIGINT)
+         WHEN c.kind = 'mm-prompt-too-long' THEN TRY_CAST(nullif(regexp_extract(c.msg, '=> \d+ >= (\d+)', 1), '') AS BIGINT)
+         WHEN c.kind = 'swa-prealloc-exceeded' THEN TRY_CAST(regexp_extract(c.msg, 'decode preallocation: \d+ > (\d+)', 1) AS BIGINT)
          WHEN c.kind = 'exceeds-max-tokens' THEN TRY_CAST(regexp_extract(c.msg, 'maximum number of tokens: \d+ > (\d+)', 1) AS BIGINT) END AS ind_limit
 FROM complete AS c
