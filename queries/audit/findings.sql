@@ -32,6 +32,7 @@ r001 AS (   -- pool below context
              WHEN c.role = 'prefill' THEN 'critical' WHEN c.role = 'mixed' THEN 'medium' ELSE 'high' END AS severity,
         c.*,
         CASE
+            WHEN c.holds_context IS NULL AND c.capacity_basis IS NOT NULL THEN format('{} node {}: {}', c.engine, c.node, c.capacity_basis)
             WHEN c.holds_context IS NULL THEN format('{} node {}: {} not in the start-up evidence, so pool vs context cannot be checked',
                 coalesce(c.role, 'unknown-role'), c.node,
                 concat_ws(' and ', CASE WHEN c.pool_tokens IS NULL THEN 'the KV pool size' END,

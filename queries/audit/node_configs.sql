@@ -26,7 +26,8 @@ s0 AS (
         -- a pasted excerpt of only an environment block or a version line is a start too: what it shows is
         -- read, and `missing` says what it lacks
         bool_or(a.kind IN ('server_args', 'vllm_start', 'pool', 'kv_alloc', 'pool_warning', 'vllm_kv', 'vllm_blocks',
-                           'vllm_concurrency', 'vllm_refusal', 'config', 'pool_bound', 'env', 'version', 'vllm_version')) AS is_start,
+                           'vllm_concurrency', 'vllm_refusal', 'config', 'pool_bound', 'env', 'version', 'vllm_version',
+                           'vllm_max_len')) AS is_start,
         bool_or(a.ts_text IS NOT NULL) AS any_time,
         false AS si_start,
         CASE WHEN bool_or(a.engine = 'vllm') THEN 'vllm' WHEN bool_or(a.engine = 'sglang') THEN 'sglang' END AS engine,
@@ -48,6 +49,7 @@ s0 AS (
         min(a.vllm_kv_tokens) AS v_pool,
         min(a.line_no) FILTER (WHERE a.vllm_kv_tokens IS NOT NULL) AS v_line,
         min(a.vllm_blocks) AS v_blocks,
+        min(a.refusal_pool) AS r_pool,
         min(a.warn_pool) AS w_pool,
         max(a.warn_context) AS w_context,
         min(a.line_no) FILTER (WHERE a.kind = 'pool_warning') AS w_line,
@@ -153,7 +155,7 @@ v AS (
 ),
 vals AS (
     SELECT v.*,
-        coalesce(v.g_pool, v.e_pool, v.w_pool, v.v_pool, v.v_blocks * v.block_size, v.c_pool) AS pool_tokens,
+        coalesce(v.g_pool, v.e_pool, v.w_pool, v.v_pool, v.v_blocks * v.block_size, v.r_pool, v.c_pool) AS pool_tokens,
         CASE WHEN v.si_start THEN '/server_info max_total_num_tokens'
              WHEN v.g_pool IS NOT NULL THEN 'max_total_num_tokens line'
              WHEN v.e_pool IS NOT NULL THEN 'KV Cache is allocated line'
@@ -161,6 +163,7 @@ vals AS (
              WHEN v.v_pool IS NOT NULL THEN 'vLLM KV cache size line'
              WHEN v.v_blocks IS NOT NULL THEN format('# GPU blocks x block size {}{}', v.block_size,
                   CASE WHEN v.v_block_size IS NULL AND v.inv_block_size IS NULL THEN ' (vLLM default, assumed)' ELSE '' END)
+             WHEN v.r_pool IS NOT NULL THEN format('vLLM refusal line {}', v.refusal_line)
              WHEN v.c_pool IS NOT NULL THEN format('configuration line {}', v.c_line)
         END AS pool_source,
         -- SGLang's pool is the smaller of --max-total-tokens and what memory allows
@@ -222,6 +225,9 @@ derived AS (
              THEN kvir_max_req_input_len(x.context_len, x.pool_tokens) END AS max_req_input_len,
         CASE WHEN x.engine = 'vllm' AND x.max_concurrency IS NOT NULL THEN x.max_concurrency >= 1.0
              WHEN x.engine = 'vllm' AND x.refused THEN false
+             -- V1's token count is not one request's capacity for hybrid-attention models (sliding window,
+             -- Mamba): without the concurrency line a count below the context decides nothing
+             WHEN x.engine = 'vllm' AND x.v_pool < x.context_len THEN NULL
              WHEN x.pool_tokens IS NOT NULL AND x.context_len IS NOT NULL THEN x.pool_tokens >= x.context_len
              WHEN x.pool_bound_tokens < x.context_len THEN false          -- one-sided: pool <= bound < context
         END AS holds_context,
@@ -230,6 +236,8 @@ derived AS (
                        || CASE WHEN x.max_concurrency >= 1.0 AND x.pool_tokens < x.context_len
                                THEN ' (hybrid model: the token count is below the context, the concurrency figure is trusted)' ELSE '' END
              WHEN x.engine = 'vllm' AND x.refused THEN 'vLLM refused to start'
+             WHEN x.engine = 'vllm' AND x.v_pool < x.context_len
+                  THEN format('KV cache {} tokens < max model len {}, but for a hybrid-attention model (sliding window, Mamba) the token count is not one request''s capacity, and the concurrency line that decides is not in the evidence', x.v_pool, x.context_len)
              WHEN x.pool_tokens IS NOT NULL AND x.context_len IS NOT NULL THEN 'pool vs context'
              WHEN x.pool_bound_tokens < x.context_len
                   THEN format('pool <= {} < context {} ({})', x.pool_bound_tokens, x.context_len, x.pool_bound_source)

@@ -20,7 +20,7 @@ WITH raw AS (
 cand AS (   -- cheap scans first: request-log lines out, then one regex pass picks lines that could matter
     SELECT r.* FROM raw AS r
     WHERE CASE WHEN position('Finish: obj=' IN r.text) > 0 OR position('Receive: obj=' IN r.text) > 0 THEN false
-               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|DSV4 (?:memory calculation|pool sizes)|larger than the profiled value|exceeds the KV memory budget|Multimodal prompt is too long|exceeds the unified FULL/SWA|too many SWA KV tokens|(?i:^\s*(?:sglang|vllm)(?: version)?\s*:\s*v?\d)|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
+               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|DSV4 (?:memory calculation|pool sizes)|larger than the profiled value|exceeds the KV memory budget|Multimodal prompt is too long|exceeds the unified FULL/SWA|too many SWA KV tokens|(?i:^\s*(?:sglang|vllm)(?: version)?\s*:\s*v?\d)|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|No available memory for the cache blocks|leaving none for the KV cache|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
 ),
 p1 AS (     -- container-runtime stamp
     SELECT c.*,
@@ -68,13 +68,18 @@ kinds AS (
             WHEN regexp_matches(m.msg, '^DSV4 pool sizes: full=\d+,') THEN 'pool_bound'
             WHEN regexp_matches(m.msg, '^max_total_tokens=\d+ is larger than the profiled value \d+') THEN 'pool_bound'
             WHEN regexp_matches(m.msg, '^The server is fired up and ready to roll') THEN 'ready'
-            WHEN regexp_matches(m.msg, '^(?:vLLM API server version |Initializing an? (?:V1 )?LLM engine)') THEN 'vllm_start'
+            WHEN regexp_matches(m.msg, '^(?:vLLM API server version |Initializing an? (?:V[01] )?LLM engine)') THEN 'vllm_start'
             WHEN regexp_matches(m.msg, '^(?:GPU|CPU|XPU|HPU|NPU|TPU) KV cache size: [\d,]+ tokens') THEN 'vllm_kv'
             WHEN regexp_matches(m.msg, '^Maximum concurrency for [\d,]+ tokens per request: [\d.]+x') THEN 'vllm_concurrency'
-            WHEN regexp_matches(m.msg, '^# (?:GPU|CPU|CUDA|XPU|HPU|NPU|TPU|ROCM|Neuron) blocks: \d+') THEN 'vllm_blocks'
+            -- V0 `# GPU blocks: N, # CPU blocks: M` (`# cuda blocks` 0.7.3-0.11.0: device_name), early V1 `# GPU blocks: N`;
+            -- pasted without the leading `#` too (kvir.rules.vllm: v0-blocks, v1-blocks)
+            WHEN regexp_matches(m.msg, '^(?:# ?)?(?i:gpu|cpu|cuda|xpu|hpu|npu|tpu|rocm|hip|neuron) blocks: \d+') THEN 'vllm_blocks'
             WHEN regexp_matches(m.msg, '^Using max model len \d+') THEN 'vllm_max_len'
             WHEN regexp_matches(m.msg, 'To serve at least one request with the models?''s max seq len \(\d+\)') THEN 'vllm_refusal'
             WHEN regexp_matches(m.msg, 'The model''s max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache \(\d+\)') THEN 'vllm_refusal'
+            -- no KV block fits at all (V0 workers, V1 _check_enough_kv_cache_memory; CPU worker 0.33.0+)
+            WHEN regexp_matches(m.msg, 'No available memory for the cache blocks\.') THEN 'vllm_refusal'
+            WHEN regexp_matches(m.msg, 'The worker already uses [\d.]+ GiB .*leaving none for the KV cache\.') THEN 'vllm_refusal'
             WHEN regexp_matches(m.msg, 'Input length \(\d+ tokens\) exceeds the maximum allowed length \(\d+ tokens\)') THEN 'input-length-exceeds'
             WHEN regexp_matches(m.msg, 'exceeds the maximum number of tokens: \d+ > \d+') THEN 'exceeds-max-tokens'
             -- the scheduler's other rejections (set_finish_with_abort: HTTP 400; builds.toml [[log_line]])
@@ -215,7 +220,7 @@ SELECT
     -- versions
     CASE WHEN c.kind = 'version' THEN regexp_extract(c.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v|:\s*)v?(\d+\.\d+[\w.+-]*)', 1)
          WHEN c.kind = 'vllm_version' THEN regexp_extract(c.msg, '(?i:vllm)(?:[-_]cpu)?(?:\s+version\s*:\s*|\s*==\s*|:\s*)v?(\d+\.\d+[\w.+-]*)', 1)
-         WHEN c.kind = 'vllm_start' THEN nullif(regexp_extract(c.msg, '^(?:vLLM API server version |Initializing an? (?:V1 )?LLM engine \(v)(\d+\.\d+[\w.+-]*?)\)?(?:[\s,]|$)', 1), '')
+         WHEN c.kind = 'vllm_start' THEN nullif(regexp_extract(c.msg, '^(?:vLLM API server version |Initializing an? (?:V[01] )?LLM engine \(v)(\d+\.\d+[\w.+-]*?)\)?(?:[\s,]|$)', 1), '')
     END AS version,
     -- vLLM
     CASE WHEN c.kind = 'vllm_kv' THEN kva_grouped(regexp_extract(c.msg, '^\w+ KV cache size: ([\d,]+) tokens', 1)) END AS vllm_kv_tokens,
@@ -226,7 +231,7 @@ SELECT
          WHEN c.kind = 'config' THEN kva_cfg_int(c.msg, 'max_model_len')
     END AS vllm_max_model_len,
     CASE WHEN c.kind IN ('vllm_concurrency', 'vllm_kv') THEN TRY_CAST(nullif(regexp_extract(c.msg, 'tokens per request: ([\d.]+)x', 1), '') AS DOUBLE) END AS vllm_concurrency,
-    CASE WHEN c.kind = 'vllm_blocks' THEN TRY_CAST(regexp_extract(c.msg, '^# \w+ blocks: (\d+)', 1) AS BIGINT) END AS vllm_blocks,
+    CASE WHEN c.kind = 'vllm_blocks' THEN TRY_CAST(regexp_extract(c.msg, '^(?:# ?)?\w+ blocks: (\d+)', 1) AS BIGINT) END AS vllm_blocks,
     CASE WHEN c.kind = 'vllm_start' THEN coalesce(kva_str(c.msg, 'served_model_name'), nullif(regexp_extract(c.msg, '[ ,(]served_model_name=([^,\s''"()]+)[,)]', 1), ''), kva_str(c.msg, 'model')) END AS vllm_served_model,
     CASE WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'tensor_parallel_size', c.complete) END AS vllm_tp_size,
     CASE WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'data_parallel_size', c.complete) END AS vllm_dp_size,
@@ -236,10 +241,19 @@ SELECT
               'needs ' || regexp_extract(c.msg, '\(([\d.]+ Gi?B) KV cache is needed', 1) || ' of KV cache for one request of '
               || regexp_extract(c.msg, 'max seq len \((\d+)\)', 1) || ' tokens, has ' || regexp_extract(c.msg, 'available KV cache memory \(([\d.]+ Gi?B)\)', 1)
               || coalesce('; estimated maximum model length ' || nullif(regexp_extract(c.msg, 'estimated maximum model length is (\d+)', 1), ''), '')
+         WHEN c.kind = 'vllm_refusal' AND position('No available memory for the cache blocks' IN c.msg) > 0 THEN
+              'no memory is left for any KV cache block (No available memory for the cache blocks)'
+         WHEN c.kind = 'vllm_refusal' AND position('leaving none for the KV cache' IN c.msg) > 0 THEN
+              'the worker uses ' || regexp_extract(c.msg, 'already uses ([\d.]+ GiB)', 1) || ', more than the '
+              || regexp_extract(c.msg, 'more than the ([\d.]+ GiB)', 1) || ' of CPU memory reserved for it: none is left for the KV cache'
          WHEN c.kind = 'vllm_refusal' THEN
               'max seq len ' || regexp_extract(c.msg, 'max seq len \((\d+)\)', 1) || ' is larger than the KV cache ('
               || regexp_extract(c.msg, 'stored in KV cache \((\d+)\)', 1) || ' tokens)'
     END AS refusal,
+    -- the pool a refusal shows: V0's `stored in KV cache (M)` (block size x blocks), 0 when no block fits
+    CASE WHEN c.kind = 'vllm_refusal' AND (position('No available memory for the cache blocks' IN c.msg) > 0
+                                          OR position('leaving none for the KV cache' IN c.msg) > 0) THEN 0::BIGINT
+         WHEN c.kind = 'vllm_refusal' THEN TRY_CAST(nullif(regexp_extract(c.msg, 'stored in KV cache \((\d+)\)', 1), '') AS BIGINT) END AS refusal_pool,
     CASE WHEN c.kind = 'vllm_refusal' THEN TRY_CAST(nullif(coalesce(nullif(regexp_extract(c.msg, 'stored in KV cache \((\d+)\)', 1), ''),
                                                                        regexp_extract(c.msg, 'estimated maximum model length is (\d+)', 1)), '') AS BIGINT) END AS refusal_tokens,
     -- runtime indicators: the prompt length and the limit it hit (no request text is kept)

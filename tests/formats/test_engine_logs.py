@@ -125,9 +125,12 @@ def test_vllm_yearless_stamps_and_candidates(run_fixture):
     r = run_fixture("vllm", source_tz="Asia/Tokyo")
     assert counts_of(r) == _expected_counts("vllm")
     assert affected_ids(r) == set()
-    # 08-31 21:00:00 JST -> 2026 (the window's year) 12:00:00Z; Received + Generated lines are one request
+    # 08-31 21:00:00 JST -> 2026 (the window's year) 12:00:00Z; Received + DEBUG details + Generated lines are
+    # one request, and the details line's token-id list (4 ids) is its prompt length
     v1 = r.case.con.execute("SELECT ts, outcome, n_records, prompt_tokens FROM requests WHERE request_id = 'chatcmpl-v1'").fetchone()
-    assert v1 == (dt.datetime(2026, 8, 31, 12, 0, tzinfo=UTC), "served", 2, None)
+    assert v1 == (dt.datetime(2026, 8, 31, 12, 0, tzinfo=UTC), "served", 3, 4)
+    # an old-release INFO line carries the ids too
+    assert r.case.con.execute("SELECT prompt_tokens FROM requests WHERE request_id = 'chatcmpl-v2'").fetchone()[0] == 2
     v2 = r.case.con.execute("SELECT outcome FROM requests WHERE request_id = 'chatcmpl-v2'").fetchone()[0]
     assert v2 == "aborted"
     assert r.case.con.execute("SELECT outcome FROM requests WHERE request_id = 'chatcmpl-v5'").fetchone()[0] == "rejected"
