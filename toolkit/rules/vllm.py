@@ -99,6 +99,11 @@ class VllmTable:
         k = version_key(n)
         return self.newest_read if k is not None and k > version_key(self.newest_read) else n
 
+    def slug(self, form: Form) -> str:
+        """A file-name-safe name of a row: kind, first release and its place among rows of both."""
+        same = [f for f in self.forms if (f.kind, f.first) == (form.kind, form.first)]
+        return f"{form.kind}-{form.first.replace('.', '_')}-{same.index(form)}"
+
     def prefix(self, version: str) -> Prefix:
         v = self._known(version)
         return next(p for p in self.prefixes if self._in(v, p.first, p.last))
