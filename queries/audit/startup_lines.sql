@@ -61,7 +61,7 @@ kinds AS (
             WHEN regexp_matches(m.msg, '^KV cache is forced as chunk cache for decode server') THEN 'decode_hint'
             WHEN regexp_matches(m.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v|:\s*)v?\d+\.\d+') THEN 'version'
             -- vLLM's collect_env (`vLLM Version : 0.10.1`) and pip lines (`vllm==0.10.1`): a version, not a start
-            WHEN regexp_matches(m.msg, '^\s*(?i:vllm)(?:[-_]cpu)?(?:\s+version\s*:\s*|\s*==\s*|:\s*)v?\d+\.\d+') THEN 'vllm_version'
+            WHEN regexp_matches(m.msg, '^\s*(?i:vllm)(?:[-_]cpu)?(?:\s+(?i:version)\s*:\s*|\s*==\s*|:\s*)v?\d+\.\d+') THEN 'vllm_version'
             -- what memory allows (DeepSeek-V4's configurator, max_total_tokens above the profiled value): the pool
             -- is at most this (--max-total-tokens and pipeline parallelism can only lower it)
             WHEN regexp_matches(m.msg, '^DSV4 memory calculation: .*full_token=\d+\s*$') THEN 'pool_bound'
@@ -219,7 +219,7 @@ SELECT
     CASE WHEN c.kind = 'env' THEN nullif(kva_env(c.msg, 'HOSTNAME'), '') END AS env_hostname,
     -- versions
     CASE WHEN c.kind = 'version' THEN regexp_extract(c.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v|:\s*)v?(\d+\.\d+[\w.+-]*)', 1)
-         WHEN c.kind = 'vllm_version' THEN regexp_extract(c.msg, '(?i:vllm)(?:[-_]cpu)?(?:\s+version\s*:\s*|\s*==\s*|:\s*)v?(\d+\.\d+[\w.+-]*)', 1)
+         WHEN c.kind = 'vllm_version' THEN regexp_extract(c.msg, '(?i:vllm)(?:[-_]cpu)?(?:\s+(?i:version)\s*:\s*|\s*==\s*|:\s*)v?(\d+\.\d+[\w.+-]*)', 1)
          WHEN c.kind = 'vllm_start' THEN nullif(regexp_extract(c.msg, '^(?:vLLM API server version |Initializing an? (?:V[01] )?LLM engine \(v)(\d+\.\d+[\w.+-]*?)\)?(?:[\s,]|$)', 1), '')
     END AS version,
     -- vLLM
