@@ -28,8 +28,9 @@
 --   Request <id> was rejected ...                                  rejected (no release read prints it; kept
 --                                                                  from an earlier fixture)
 -- A logged token-id list gives that prompt's length: its number of ids (no text is kept). vLLM cuts the
--- list to --max-log-len when that is set (default: whole; `kvir triage` notes a vLLM log whose start-up
--- arguments show max_log_len, whose lengths are then lower bounds). A completion with several prompts
+-- list to --max-log-len when that is set (default: whole): where the log's start-up arguments show it
+-- (settings.max_log_len, with a note on the source), a list of exactly that many ids gives no length. A
+-- completion with several prompts
 -- logs one line per prompt (<id>-0, <id>-1 ...): one record each, prompt_index = the suffix, so triage
 -- decides per prompt.
 -- `Received request tokenize-...: params: None` (/tokenize), `Generated response <id> (streaming delta)`
@@ -83,7 +84,7 @@ ids AS (    -- an abort line may name several ids (`Aborted request(s) a,b.`): t
 timed AS (
     SELECT e.*,
         kvir_yearless_ts(nullif(e.p.stamp, ''), s.year, s.window_start, s.window_end) AS local_ts,
-        s.tz_iana, s.tz_offset_min, s.year, s.window_start, s.window_end, s.role AS s_role
+        s.tz_iana, s.tz_offset_min, s.year, s.window_start, s.window_end, s.role AS s_role, s.max_log_len
     FROM ids AS e JOIN __settings__ AS s ON s.source_id = e.source_id
 ),
 converted AS (
@@ -117,8 +118,10 @@ SELECT
     -- response): the response id is the request's; chat ids (chatcmpl-X) are the same in log and body
     c.req_ids[1] AS request_id,
     CASE WHEN regexp_matches(c.rid, '^cmpl-.+-[0-9]+$') THEN TRY_CAST(regexp_extract(c.rid, '-([0-9]+)$', 1) AS INTEGER) END AS prompt_index,
-    CASE WHEN c.has_ids AND c.event IN ('received', 'details')
-         THEN len(list_filter(string_split(c.ids_text, ','), lambda x: trim(x) <> ''))::BIGINT END AS prompt_tokens,
+    -- a list as long as --max-log-len may be cut: that prompt's length is unknown
+    CASE WHEN c.has_ids AND c.event IN ('received', 'details') THEN nullif(
+         len(list_filter(string_split(c.ids_text, ','), lambda x: trim(x) <> '')), coalesce(c.max_log_len, -1))::BIGINT
+    END AS prompt_tokens,
     c.ts0 AS ts,
     CASE WHEN c.event NOT IN ('received', 'details') THEN c.ts0 END AS ts_end,
     CASE WHEN c.event = 'generated' AND c.freason IN ('stop', 'length') THEN 200 END AS http_status,
