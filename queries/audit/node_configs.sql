@@ -9,8 +9,13 @@
 --   context_len   line g `context_len=`, else server_args `context_length=`, else vLLM's max model len
 --                 (`Maximum concurrency for N tokens`, `Using max model len`, `max_seq_len=`), else the
 --                 user value of the context-length override warning.
---   holds_context SGLang: pool >= context. vLLM: the concurrency figure when printed (>= 1.00x), because
---                 for hybrid models (SWA/Mamba) the token count understates what one request can use.
+--   holds_context SGLang: pool >= context; without the pool, false when a bound of it (pool_bound_tokens:
+--                 --max-total-tokens, DSV4's full_token, the profiled value; SGLang's pool is the smallest of
+--                 them) is below the context, a one-sided finding. vLLM: the concurrency figure when printed
+--                 (>= 1.00x), because for hybrid models (SWA/Mamba) the token count understates what one
+--                 request can use; a token count below the context without it decides nothing (NULL).
+--   missing       what the start's evidence lacks (time, pool, context, version, role; kvir.audit.builds adds
+--                 the start-up lines a known vLLM release prints, from kvir.rules.vllm).
 --   max_req_input_len  SGLang's scheduler limit, kvir_max_req_input_len (NULL unless both are known).
 --   version       a version line in the start (or elsewhere in the file), else the inventory.
 --   deferred_release / transfer_batch_cap  an environment dump in the log, else the inventory's env;
