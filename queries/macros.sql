@@ -365,6 +365,22 @@ CREATE OR REPLACE MACRO kvir_undecidable_reason(prompt_tokens, hit, outcome) AS 
     WHEN prompt_tokens IS NULL THEN 'prompt length unknown'
     WHEN hit AND outcome IS NULL THEN 'outcome unknown (no HTTP status, and no finish reason that says served or not: e.g. content_filter)' END;
 
+-- Several prompts in one completion call: a body's usage.prompt_tokens S over k choices (prompt_parts) may be
+-- one S-token prompt sampled k times or up to k prompts that add up to S, so its longest prompt is between
+-- ceil(S / k) and S tokens. A served request the rule flags only through S is possibly affected, with the
+-- reason; where ceil(S / k) already reaches the threshold, or engine lines gave each prompt, it is decided.
+CREATE OR REPLACE MACRO kvir_parts_unsettled(prompt_tokens, parts, threshold) AS
+    coalesce(parts > 1 AND prompt_tokens >= threshold AND ceil(prompt_tokens / parts) < threshold, false);
+CREATE OR REPLACE MACRO kvir_parts_category(category, prompt_tokens, parts, threshold) AS CASE
+    WHEN category = 'affected' AND kvir_parts_unsettled(prompt_tokens, parts, threshold) THEN 'possibly-affected'
+    ELSE category END;
+CREATE OR REPLACE MACRO kvir_parts_reason(prompt_tokens, parts, threshold) AS CASE
+    WHEN kvir_parts_unsettled(prompt_tokens, parts, threshold) THEN
+        'the response has ' || parts || ' choices and usage.prompt_tokens ' || prompt_tokens || ' adds up their prompts ('
+        || parts || ' samples of one prompt, or up to ' || parts || ' prompts): the longest prompt is between '
+        || CAST(ceil(prompt_tokens / parts) AS BIGINT) || ' and ' || prompt_tokens || ' tokens, undecidable against '
+        || threshold END;
+
 CREATE OR REPLACE MACRO kvir_time_note(ts, gran, ws, we) AS CASE WHEN coalesce(gran, 0) > 0 THEN
     'start known only to within ' || gran || ' s: [' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') || ', '
     || strftime(ts + gran * INTERVAL 1 SECOND, '%Y-%m-%dT%H:%M:%SZ') || ')'

@@ -10,7 +10,9 @@
 -- objects without usage): id (the engine's request id: SGLang's rid; vLLM's cmpl-<id> / chatcmpl-<id>,
 -- its logs' ids without the -<prompt index>), created (Unix *seconds*), model (the served name),
 -- choices[].finish_reason, usage.prompt_tokens (cached tokens included), usage.completion_tokens,
--- usage.prompt_tokens_details.cached_tokens. The chunks of one stream share its id (one request; only the
+-- usage.prompt_tokens_details.cached_tokens. A text_completion with k > 1 choices may answer k prompts (vLLM
+-- sums their tokens into usage.prompt_tokens) or one prompt sampled k times: prompt_parts = k, and triage
+-- decides such a request only where the sum settles it. The chunks of one stream share its id (one request; only the
 -- last, with stream_options.include_usage, carries usage: without it the length is unknown). A body
 -- exists only for a response the client received (HTTP 200): outcome served, aborted for finish_reason
 -- abort, unknown for content_filter (a filter stopped it: not known to be served). Error bodies
@@ -20,7 +22,7 @@ WITH parsed AS (
     SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
              THEN TRY(from_json(i.line, '{"id":"VARCHAR","object":"VARCHAR","created":"VARCHAR","model":"VARCHAR",
-                  "choices":[{"finish_reason":"VARCHAR"}],"usage":{"prompt_tokens":"VARCHAR","completion_tokens":"VARCHAR",
+                  "choices":[{"index":"VARCHAR","finish_reason":"VARCHAR"}],"usage":{"prompt_tokens":"VARCHAR","completion_tokens":"VARCHAR",
                   "prompt_tokens_details":{"cached_tokens":"VARCHAR"}},"type":"VARCHAR","code":"VARCHAR",
                   "error":"JSON"}')) END AS j
     FROM __input__ AS i
@@ -33,6 +35,10 @@ fields AS (
         kvir_count(p.j.usage.completion_tokens) AS n_completion,
         kvir_count(p.j.usage.prompt_tokens_details.cached_tokens) AS n_cached,
         kvir_text(p.j.choices[1].finish_reason) AS freason,
+        -- a completion answers several prompts with one choice each (or one prompt with n samples): choices
+        -- 0..k-1 (a stream's chunks carry their choice's index) mean usage.prompt_tokens may add up k prompts
+        CASE WHEN p.j.object = 'text_completion'
+             THEN greatest(len(p.j.choices), list_max(list_transform(p.j.choices, lambda c: TRY_CAST(c.index AS INTEGER) + 1))) END AS n_choices,
         p.j.object = 'error' OR (p.j.error IS NOT NULL AND p.j.id IS NULL) AS is_error,
         p.j.object IS NOT NULL AND p.j.object NOT IN ('chat.completion', 'chat.completion.chunk', 'text_completion', 'response')
             AS not_completion
@@ -63,5 +69,6 @@ SELECT
          WHEN lower(f.freason) = 'content_filter' THEN NULL      -- filtered: not known to be served
          ELSE 'served' END AS outcome,
     f.freason AS finish_reason,
+    CASE WHEN f.n_choices > 1 THEN f.n_choices::INTEGER END AS prompt_parts,
     'gateway' AS role
 FROM fields AS f

@@ -32,10 +32,15 @@ r001 AS (   -- pool below context
              WHEN c.role = 'prefill' THEN 'critical' WHEN c.role = 'mixed' THEN 'medium' ELSE 'high' END AS severity,
         c.*,
         CASE
+            WHEN c.holds_context IS NULL AND c.capacity_basis IS NOT NULL THEN format('{} node {}: {}', c.engine, c.node, c.capacity_basis)
             WHEN c.holds_context IS NULL THEN format('{} node {}: {} not in the start-up evidence, so pool vs context cannot be checked',
                 coalesce(c.role, 'unknown-role'), c.node,
                 concat_ws(' and ', CASE WHEN c.pool_tokens IS NULL THEN 'the KV pool size' END,
                                    CASE WHEN c.context_len IS NULL THEN 'the context length' END))
+            WHEN c.pool_tokens IS NULL AND c.pool_bound_tokens IS NOT NULL THEN format('{} node {}: KV pool at most {:,} tokens ({}) < context {:,} tokens: one full-length request cannot fit; the scheduler rejects prompts of {:,} tokens and more at the latest (the exact pool is not in the evidence){}',
+                coalesce(c.role, 'unknown-role'), c.node, c.pool_bound_tokens, c.pool_bound_source, c.context_len,
+                kvir_max_req_input_len(c.context_len, c.pool_bound_tokens),
+                CASE WHEN c.role = 'prefill' THEN '; ' || c.stub_text ELSE '' END)
             WHEN c.engine = 'vllm' AND c.max_concurrency IS NOT NULL THEN format('vLLM node {}: maximum concurrency {}x < 1.00x for {:,} tokens per request: one full-length request does not fit the KV cache',
                 c.node, c.max_concurrency, c.context_len)
             WHEN c.engine = 'vllm' THEN format('vLLM node {}: KV cache {:,} tokens < max model len {:,}: one full-length request does not fit',
@@ -211,8 +216,8 @@ r011 AS (
         b.node, b.role, b.first_ts AS ts, b.engine, b.version, b.deployment, NULL::BIGINT AS config_id, NULL::BOOLEAN AS is_current,
         b.evidence_file, b.evidence_line,
         CASE b.indicator
-            WHEN 'input-length-exceeds' THEN format('PD prefill node {}: {:,} prompt(s) rejected by the scheduler ({} to {}; limit {:,} tokens); {}',
-                b.node, b.n, b.t0, b.t1, b.limit_tokens,
+            WHEN 'input-length-exceeds' THEN format('PD prefill node {}: {:,} prompt(s) rejected by the scheduler ({} to {}; {}); {}',
+                b.node, b.n, b.t0, b.t1, coalesce(format('limit {:,} tokens', b.limit_tokens), 'no limit printed'),
                 CASE WHEN b.fixed_build THEN format('on this build ({}: {}) each one was answered with HTTP 400 and never transferred: not an exposure here, but clients send prompts the pool cannot hold', b.build, b.over_long_outcome)
                      WHEN b.fixed_build = false THEN format('on this build ({}) each one was handed to decode as a 1-token stub over pages nobody wrote: check those responses with kvir triage', b.build)
                      ELSE format('whether each one reached decode depends on the build, which is {}: check those responses with kvir triage', coalesce(b.build, 'unknown')) END)

@@ -9,8 +9,13 @@
 --   context_len   line g `context_len=`, else server_args `context_length=`, else vLLM's max model len
 --                 (`Maximum concurrency for N tokens`, `Using max model len`, `max_seq_len=`), else the
 --                 user value of the context-length override warning.
---   holds_context SGLang: pool >= context. vLLM: the concurrency figure when printed (>= 1.00x), because
---                 for hybrid models (SWA/Mamba) the token count understates what one request can use.
+--   holds_context SGLang: pool >= context; without the pool, false when a bound of it (pool_bound_tokens:
+--                 --max-total-tokens, DSV4's full_token, the profiled value; SGLang's pool is the smallest of
+--                 them) is below the context, a one-sided finding. vLLM: the concurrency figure when printed
+--                 (>= 1.00x), because for hybrid models (SWA/Mamba) the token count understates what one
+--                 request can use; a token count below the context without it decides nothing (NULL).
+--   missing       what the start's evidence lacks (time, pool, context, version, role; kvir.audit.builds adds
+--                 the start-up lines a known vLLM release prints, from kvir.rules.vllm).
 --   max_req_input_len  SGLang's scheduler limit, kvir_max_req_input_len (NULL unless both are known).
 --   version       a version line in the start (or elsewhere in the file), else the inventory.
 --   deferred_release / transfer_batch_cap  an environment dump in the log, else the inventory's env;
@@ -23,8 +28,12 @@ WITH file_version AS (
 ),
 s0 AS (
     SELECT a.file_id, a.start_no,
+        -- a pasted excerpt of only an environment block or a version line is a start too: what it shows is
+        -- read, and `missing` says what it lacks
         bool_or(a.kind IN ('server_args', 'vllm_start', 'pool', 'kv_alloc', 'pool_warning', 'vllm_kv', 'vllm_blocks',
-                           'vllm_concurrency', 'vllm_refusal', 'config')) AS is_start,
+                           'vllm_concurrency', 'vllm_refusal', 'config', 'pool_bound', 'env', 'version', 'vllm_version',
+                           'vllm_max_len')) AS is_start,
+        bool_or(a.ts_text IS NOT NULL) AS any_time,
         false AS si_start,
         CASE WHEN bool_or(a.engine = 'vllm') THEN 'vllm' WHEN bool_or(a.engine = 'sglang') THEN 'sglang' END AS engine,
         arg_min(a.ts_eff, a.line_no) FILTER (WHERE a.ts_eff IS NOT NULL AND a.kind IN ('server_args', 'vllm_start', 'pool',
@@ -45,12 +54,15 @@ s0 AS (
         min(a.vllm_kv_tokens) AS v_pool,
         min(a.line_no) FILTER (WHERE a.vllm_kv_tokens IS NOT NULL) AS v_line,
         min(a.vllm_blocks) AS v_blocks,
+        min(a.refusal_pool) AS r_pool,
         min(a.warn_pool) AS w_pool,
         max(a.warn_context) AS w_context,
         min(a.line_no) FILTER (WHERE a.kind = 'pool_warning') AS w_line,
         min(a.pool_tokens) FILTER (WHERE a.kind = 'config') AS c_pool,
         min(a.line_no) FILTER (WHERE a.kind = 'config') AS c_line,
         min(a.line_no) FILTER (WHERE a.vllm_blocks IS NOT NULL) AS b_line,
+        min(a.pool_bound) AS b_pool_bound,
+        arg_min(a.pool_bound_source || ' line ' || a.line_no, a.pool_bound) FILTER (WHERE a.pool_bound IS NOT NULL) AS b_pool_bound_source,
         list(DISTINCT coalesce(a.pool_tokens, a.kv_tokens, a.warn_pool, a.vllm_kv_tokens)) FILTER (
             WHERE coalesce(a.pool_tokens, a.kv_tokens, a.warn_pool, a.vllm_kv_tokens) IS NOT NULL) AS pool_values,
         list(DISTINCT a.rank_tag) FILTER (WHERE a.kind IN ('pool', 'kv_alloc', 'vllm_kv', 'vllm_blocks') AND a.rank_tag <> '') AS rank_tags,
@@ -83,6 +95,7 @@ s0 AS (
         bool_or(a.kind = 'decode_hint') AS decode_hint,
         max(a.sa_page_size) AS page_size,
         max(a.sa_max_total_tokens) AS max_total_tokens_arg,
+        min(a.line_no) FILTER (WHERE a.sa_max_total_tokens IS NOT NULL) AS max_total_tokens_line,
         arg_min(a.sa_served_model, a.line_no) FILTER (WHERE a.sa_served_model IS NOT NULL) AS sa_served_model,
         arg_min(a.sa_model_path, a.line_no) FILTER (WHERE a.sa_model_path IS NOT NULL) AS sa_model_path,
         arg_min(a.vllm_served_model, a.line_no) FILTER (WHERE a.vllm_served_model IS NOT NULL) AS v_served_model,
@@ -147,7 +160,7 @@ v AS (
 ),
 vals AS (
     SELECT v.*,
-        coalesce(v.g_pool, v.e_pool, v.w_pool, v.v_pool, v.v_blocks * v.block_size, v.c_pool) AS pool_tokens,
+        coalesce(v.g_pool, v.e_pool, v.w_pool, v.v_pool, v.v_blocks * v.block_size, v.r_pool, v.c_pool) AS pool_tokens,
         CASE WHEN v.si_start THEN '/server_info max_total_num_tokens'
              WHEN v.g_pool IS NOT NULL THEN 'max_total_num_tokens line'
              WHEN v.e_pool IS NOT NULL THEN 'KV Cache is allocated line'
@@ -155,8 +168,17 @@ vals AS (
              WHEN v.v_pool IS NOT NULL THEN 'vLLM KV cache size line'
              WHEN v.v_blocks IS NOT NULL THEN format('# GPU blocks x block size {}{}', v.block_size,
                   CASE WHEN v.v_block_size IS NULL AND v.inv_block_size IS NULL THEN ' (vLLM default, assumed)' ELSE '' END)
+             WHEN v.r_pool IS NOT NULL THEN format('vLLM refusal line {}', v.refusal_line)
              WHEN v.c_pool IS NOT NULL THEN format('configuration line {}', v.c_line)
         END AS pool_source,
+        -- SGLang's pool is the smaller of --max-total-tokens and what memory allows
+        -- (kv_cache_configurator._apply_token_constraints): each is an upper bound of the pool
+        CASE WHEN v.engine = 'sglang' THEN least(v.max_total_tokens_arg, v.b_pool_bound) END AS pool_bound_tokens,
+        CASE WHEN v.engine <> 'sglang' OR coalesce(v.max_total_tokens_arg, v.b_pool_bound) IS NULL THEN NULL
+             WHEN v.b_pool_bound IS NULL OR v.max_total_tokens_arg <= v.b_pool_bound
+                  THEN format('max_total_tokens {} (line {}): the pool is the smaller of it and what memory allows',
+                              v.max_total_tokens_arg, v.max_total_tokens_line)
+             ELSE v.b_pool_bound_source || ': what memory allows' END AS pool_bound_source,
         coalesce(v.g_context, v.sa_context, v.w_context, v.v_context, v.ctx_user) AS context_len,
         CASE WHEN v.si_start THEN '/server_info context_length'
              WHEN v.g_context IS NOT NULL THEN 'max_total_num_tokens line (context_len)'
@@ -208,15 +230,32 @@ derived AS (
              THEN kvir_max_req_input_len(x.context_len, x.pool_tokens) END AS max_req_input_len,
         CASE WHEN x.engine = 'vllm' AND x.max_concurrency IS NOT NULL THEN x.max_concurrency >= 1.0
              WHEN x.engine = 'vllm' AND x.refused THEN false
+             -- V1's token count is not one request's capacity for hybrid-attention models (sliding window,
+             -- Mamba): without the concurrency line a count below the context decides nothing
+             WHEN x.engine = 'vllm' AND x.v_pool < x.context_len THEN NULL
              WHEN x.pool_tokens IS NOT NULL AND x.context_len IS NOT NULL THEN x.pool_tokens >= x.context_len
+             WHEN x.pool_bound_tokens < x.context_len THEN false          -- one-sided: pool <= bound < context
         END AS holds_context,
         CASE WHEN x.engine = 'vllm' AND x.max_concurrency IS NOT NULL
                   THEN format('vLLM maximum concurrency {}x for {} tokens per request', x.max_concurrency, x.context_len)
                        || CASE WHEN x.max_concurrency >= 1.0 AND x.pool_tokens < x.context_len
                                THEN ' (hybrid model: the token count is below the context, the concurrency figure is trusted)' ELSE '' END
              WHEN x.engine = 'vllm' AND x.refused THEN 'vLLM refused to start'
+             WHEN x.engine = 'vllm' AND x.v_pool < x.context_len
+                  THEN format('KV cache {} tokens < max model len {}, but for a hybrid-attention model (sliding window, Mamba) the token count is not one request''s capacity, and the concurrency line that decides is not in the evidence', x.v_pool, x.context_len)
              WHEN x.pool_tokens IS NOT NULL AND x.context_len IS NOT NULL THEN 'pool vs context'
-        END AS capacity_basis
+             WHEN x.pool_bound_tokens < x.context_len
+                  THEN format('pool <= {} < context {} ({})', x.pool_bound_tokens, x.context_len, x.pool_bound_source)
+        END AS capacity_basis,
+        -- what the evidence of this start lacks (a pasted excerpt), said rather than guessed
+        list_filter([CASE WHEN NOT coalesce(x.any_time, false) AND NOT x.si_start THEN 'time (no line carries a timestamp)' END,
+                     CASE WHEN x.pool_tokens IS NULL THEN CASE WHEN x.pool_bound_tokens IS NOT NULL
+                          THEN format('KV pool (only a bound: <= {})', x.pool_bound_tokens) ELSE 'KV pool' END END,
+                     CASE WHEN x.context_len IS NULL THEN 'context length' END,
+                     CASE WHEN x.log_any_version IS NULL AND x.inv_version IS NULL AND x.si_version IS NULL THEN 'version' END,
+                     CASE WHEN x.log_role IS NULL AND NOT coalesce(x.decode_hint, false) AND x.inv_role IS NULL
+                               AND coalesce(x.engine, 'sglang') = 'sglang' THEN 'disaggregation mode (role)' END],
+                    lambda m: m IS NOT NULL) AS missing
     FROM vals AS x
 ),
 dedup AS (
@@ -252,7 +291,8 @@ SELECT
     k.ts_host, CASE WHEN k.ts IS NOT NULL THEN 'UTC' WHEN k.ts_host IS NOT NULL THEN 'host-local, zone unknown' END AS ts_zone,
     k.holds_context, k.capacity_basis, k.pool_source, list_sort(k.pool_values) AS pool_values,
     list_sort(k.rank_tags) AS rank_tags, k.context_source, k.inv_advertised_context AS advertised_context,
-    k.kv_layout, k.max_total_tokens_arg, k.max_concurrency, k.refused, k.refusal,
+    k.kv_layout, k.max_total_tokens_arg, k.pool_bound_tokens, k.pool_bound_source, k.missing,
+    k.max_concurrency, k.refused, k.refusal,
     k.ctx_override_line IS NOT NULL AS context_override, k.ctx_user AS override_context, k.ctx_derived AS derived_context,
     k.allow_auto_truncate, k.dp_attention, k.transfer_backend, k.kv_checksum_source,
     CASE WHEN k.sa_line IS NULL AND NOT k.si_start THEN NULL ELSE coalesce(k.has_kv_canary, false) END AS kv_canary_in_build,

@@ -4,7 +4,13 @@
 -- Indicators (the exact lines are in toolkit/rules/builds.toml [[log_line]]):
 --   input-length-exceeds   `Input length (N tokens) exceeds the maximum allowed length (M tokens)`: what
 --                          became of the request depends on the node's build (node_configs.over_long_outcome)
---   exceeds-max-tokens     `Request ... exceeds the maximum number of tokens: N > M` (the bootstrap door)
+--                          The scheduler's other rejections count here too, each build's own lines
+--                          (`Request prompt exceeds the KV memory budget: input_len=N.` from 0.5.21,
+--                          `Multimodal prompt is too long after expanding multimodal tokens. ...`): every
+--                          one is a prompt answered through set_finish_with_abort, HTTP 400
+--   exceeds-max-tokens     `Request ... exceeds the maximum number of tokens: N > M` (the bootstrap door; decode's
+--                          admission also prints `... exceeds the unified FULL/SWA KV byte budget` from 0.5.21 and
+--                          `... requires too many SWA KV tokens for decode preallocation: N > M` from 0.5.12)
 --   kv-checksum-mismatch   `KV checksum mismatch req=...` (decode aborted the request with 500)
 --   kv-checksum-skipped    `KV checksum skipped ... admitted unverified` (not exposure; requests unverified)
 --   kv-canary-violation    `kv_canary violation: launch_tag=...` (one per violation)
@@ -18,11 +24,15 @@
 CREATE OR REPLACE TABLE runtime_indicators AS
 WITH l AS (
     SELECT a.*, coalesce(s.node, f.node) AS node, coalesce(s.role, f.role) AS role, f.path,
-        CASE WHEN a.kind = 'canary-stats' THEN 'canary-violations-counted' ELSE a.kind END AS indicator
+        CASE WHEN a.kind = 'canary-stats' THEN 'canary-violations-counted'
+             WHEN a.kind IN ('kv-budget-exceeded', 'mm-prompt-too-long') THEN 'input-length-exceeds'
+             WHEN a.kind IN ('kv-byte-budget-exceeded', 'swa-prealloc-exceeded') THEN 'exceeds-max-tokens'
+             ELSE a.kind END AS indicator
     FROM audit_lines AS a
     JOIN audit_files AS f USING (file_id)
     LEFT JOIN node_configs AS s ON s.file_id = a.file_id AND s.start_no = a.start_no
-    WHERE a.kind IN ('input-length-exceeds', 'exceeds-max-tokens', 'kv-checksum-mismatch', 'kv-checksum-skipped',
+    WHERE a.kind IN ('input-length-exceeds', 'kv-budget-exceeded', 'mm-prompt-too-long', 'exceeds-max-tokens',
+                     'kv-byte-budget-exceeded', 'swa-prealloc-exceeded', 'kv-checksum-mismatch', 'kv-checksum-skipped',
                      'kv-canary-violation', 'context-corruption', 'kv-transfer-failed')
        OR (a.kind = 'canary-stats' AND a.canary_violations > 0)
 )

@@ -6,7 +6,8 @@
 -- unless no configuration line came since the previous marker (vLLM prints several banners per start).
 -- Inside one marker segment, the n-th pool line of one rank tag belongs to the n-th start: a restart
 -- whose dump is missing (a cut log) still counts, while the same line on TP0..TP7 of one start
--- (older builds print it on every rank) stays one start. An environment dump, a version line or pasted
+-- (older builds print it on every rank) stays one start. An environment dump, a version line, vLLM's
+-- `Using max model len` (the API server prints it before the engine's banner) or pasted
 -- configuration (a launch command, key=value lines) with no
 -- configuration line after it in its own start belongs to the next start (entrypoints print them
 -- before launching the server). Lines
@@ -61,7 +62,7 @@ c7 AS (
     FROM c6
 )
 SELECT c7.* EXCLUDE (cfg_before, prev_marker_cfg, occ, sub, start0, cfg_in_start_after, last_start),
-    CASE WHEN c7.kind IN ('env', 'version', 'config') AND c7.cfg_in_start_after = 0 AND c7.start0 < c7.last_start THEN c7.start0 + 1
+    CASE WHEN c7.kind IN ('env', 'version', 'vllm_version', 'config', 'vllm_max_len') AND c7.cfg_in_start_after = 0 AND c7.start0 < c7.last_start THEN c7.start0 + 1
          ELSE c7.start0 END AS start_no,
     c7.ts IS NULL AND c7.ts_text IS NULL AS ts_inherited,
     CASE WHEN c7.ts IS NOT NULL OR c7.ts_text IS NOT NULL THEN c7.ts

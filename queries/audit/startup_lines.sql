@@ -20,7 +20,7 @@ WITH raw AS (
 cand AS (   -- cheap scans first: request-log lines out, then one regex pass picks lines that could matter
     SELECT r.* FROM raw AS r
     WHERE CASE WHEN position('Finish: obj=' IN r.text) > 0 OR position('Receive: obj=' IN r.text) > 0 THEN false
-               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
+               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|DSV4 (?:memory calculation|pool sizes)|larger than the profiled value|exceeds the KV memory budget|Multimodal prompt is too long|exceeds the unified FULL/SWA|too many SWA KV tokens|(?i:^\s*(?:sglang|vllm)(?: version)?\s*:\s*v?\d)|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|No available memory for the cache blocks|leaving none for the KV cache|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
 ),
 p1 AS (     -- container-runtime stamp
     SELECT c.*,
@@ -59,17 +59,35 @@ kinds AS (
             WHEN regexp_matches(m.msg, '^KV pool holds \d+ tokens, fewer than --context-length \d+') THEN 'pool_warning'
             WHEN regexp_matches(m.msg, 'User-specified context_length \(\d+\) is greater than the derived context_length \(\d+\)') THEN 'ctx_override'
             WHEN regexp_matches(m.msg, '^KV cache is forced as chunk cache for decode server') THEN 'decode_hint'
-            WHEN regexp_matches(m.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v)v?\d+\.\d+') THEN 'version'
+            WHEN regexp_matches(m.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v|:\s*)v?\d+\.\d+') THEN 'version'
+            -- vLLM's collect_env (`vLLM Version : 0.10.1`) and pip lines (`vllm==0.10.1`): a version, not a start
+            WHEN regexp_matches(m.msg, '^\s*(?i:vllm)(?:[-_]cpu)?(?:\s+(?i:version)\s*:\s*|\s*==\s*|:\s*)v?\d+\.\d+') THEN 'vllm_version'
+            -- what memory allows (DeepSeek-V4's configurator, max_total_tokens above the profiled value): the pool
+            -- is at most this (--max-total-tokens and pipeline parallelism can only lower it)
+            WHEN regexp_matches(m.msg, '^DSV4 memory calculation: .*full_token=\d+\s*$') THEN 'pool_bound'
+            WHEN regexp_matches(m.msg, '^DSV4 pool sizes: full=\d+,') THEN 'pool_bound'
+            WHEN regexp_matches(m.msg, '^max_total_tokens=\d+ is larger than the profiled value \d+') THEN 'pool_bound'
             WHEN regexp_matches(m.msg, '^The server is fired up and ready to roll') THEN 'ready'
-            WHEN regexp_matches(m.msg, '^(?:vLLM API server version |Initializing an? (?:V1 )?LLM engine)') THEN 'vllm_start'
+            WHEN regexp_matches(m.msg, '^(?:vLLM API server version |Initializing an? (?:V[01] )?LLM engine)') THEN 'vllm_start'
             WHEN regexp_matches(m.msg, '^(?:GPU|CPU|XPU|HPU|NPU|TPU) KV cache size: [\d,]+ tokens') THEN 'vllm_kv'
             WHEN regexp_matches(m.msg, '^Maximum concurrency for [\d,]+ tokens per request: [\d.]+x') THEN 'vllm_concurrency'
-            WHEN regexp_matches(m.msg, '^# (?:GPU|CPU|CUDA|XPU|HPU|NPU|TPU|ROCM|Neuron) blocks: \d+') THEN 'vllm_blocks'
+            -- V0 `# GPU blocks: N, # CPU blocks: M` (`# cuda blocks` 0.7.3-0.11.0: device_name), early V1 `# GPU blocks: N`;
+            -- pasted without the leading `#` too (kvir.rules.vllm: v0-blocks, v1-blocks)
+            WHEN regexp_matches(m.msg, '^(?:# ?)?(?i:gpu|cpu|cuda|xpu|hpu|npu|tpu|rocm|hip|neuron) blocks: \d+') THEN 'vllm_blocks'
             WHEN regexp_matches(m.msg, '^Using max model len \d+') THEN 'vllm_max_len'
             WHEN regexp_matches(m.msg, 'To serve at least one request with the models?''s max seq len \(\d+\)') THEN 'vllm_refusal'
             WHEN regexp_matches(m.msg, 'The model''s max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache \(\d+\)') THEN 'vllm_refusal'
+            -- no KV block fits at all (V0 workers, V1 _check_enough_kv_cache_memory; CPU worker 0.33.0+)
+            WHEN regexp_matches(m.msg, 'No available memory for the cache blocks\.') THEN 'vllm_refusal'
+            WHEN regexp_matches(m.msg, 'The worker already uses [\d.]+ GiB .*leaving none for the KV cache\.') THEN 'vllm_refusal'
             WHEN regexp_matches(m.msg, 'Input length \(\d+ tokens\) exceeds the maximum allowed length \(\d+ tokens\)') THEN 'input-length-exceeds'
             WHEN regexp_matches(m.msg, 'exceeds the maximum number of tokens: \d+ > \d+') THEN 'exceeds-max-tokens'
+            -- the scheduler's other rejections (set_finish_with_abort: HTTP 400; builds.toml [[log_line]])
+            WHEN regexp_matches(m.msg, 'Request prompt exceeds the KV memory budget: input_len=\d+') THEN 'kv-budget-exceeded'
+            WHEN regexp_matches(m.msg, 'Multimodal prompt is too long after expanding multimodal tokens\.') THEN 'mm-prompt-too-long'
+            -- decode's admission door (PD): the request does not fit decode's pool
+            WHEN regexp_matches(m.msg, 'Request \S+ exceeds the unified FULL/SWA KV byte budget') THEN 'kv-byte-budget-exceeded'
+            WHEN regexp_matches(m.msg, 'Request \S+ requires too many SWA KV tokens for decode preallocation: \d+ > \d+') THEN 'swa-prealloc-exceeded'
             WHEN regexp_matches(m.msg, 'KV checksum mismatch(?: on a peer rank)? req=') THEN 'kv-checksum-mismatch'
             WHEN regexp_matches(m.msg, 'KV checksum skipped: .*admitted unverified') THEN 'kv-checksum-skipped'
             WHEN regexp_matches(m.msg, 'kv_canary violation: launch_tag=') THEN 'kv-canary-violation'
@@ -124,7 +142,9 @@ SELECT
     NOT c.complete AS truncated,
     coalesce(c.prefix_engine, CASE WHEN c.kind LIKE 'vllm%' THEN 'vllm'
                                    WHEN c.kind IN ('server_args', 'pool', 'kv_alloc', 'pool_warning', 'decode_hint', 'version', 'ready', 'ctx_override',
-                                                   'canary-stats', 'canary-installed', 'kv-checksum-skipped') THEN 'sglang'
+                                                   'canary-stats', 'canary-installed', 'kv-checksum-skipped', 'pool_bound',
+                                                   'kv-budget-exceeded', 'mm-prompt-too-long', 'kv-byte-budget-exceeded',
+                                                   'swa-prealloc-exceeded') THEN 'sglang'
                                    WHEN c.kind = 'config' AND regexp_matches(c.msg, '(?i)vllm|max[_-]model[_-]len|block[_-]size|tensor[_-]parallel') THEN 'vllm'
                                    WHEN c.kind = 'config' THEN 'sglang' END) AS engine,
     coalesce(nullif(c.sg_tags, ''), nullif(c.vl_tag, ''), '') AS rank_tag,
@@ -145,6 +165,13 @@ SELECT
     CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'max_total_num_tokens', c.complete)
          WHEN c.kind = 'config' THEN kva_cfg_int(c.msg, 'max_total_num_tokens') END AS pool_tokens,
     CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'context_len', c.complete) END AS context_len,
+    -- an upper bound of the pool (what memory allows): DSV4 `full_token=N` / `full=N`, the profiled value
+    CASE WHEN c.kind = 'pool_bound' THEN TRY_CAST(coalesce(nullif(regexp_extract(c.msg, 'full_token=(\d+)\s*$', 1), ''),
+                                                          nullif(regexp_extract(c.msg, '^DSV4 pool sizes: full=(\d+),', 1), ''),
+                                                          nullif(regexp_extract(c.msg, 'larger than the profiled value (\d+)', 1), '')) AS BIGINT) END AS pool_bound,
+    CASE WHEN c.kind = 'pool_bound' AND position('DSV4 memory calculation' IN c.msg) > 0 THEN 'DSV4 memory calculation full_token'
+         WHEN c.kind = 'pool_bound' AND position('DSV4 pool sizes' IN c.msg) > 0 THEN 'DSV4 pool sizes full'
+         WHEN c.kind = 'pool_bound' THEN 'profiled value (max_total_tokens is larger)' END AS pool_bound_source,
     CASE WHEN c.kind = 'pool' THEN kva_int_end(c.msg, 'max_running_requests', c.complete) END AS max_running_requests,
     CASE WHEN c.kind = 'kv_alloc' THEN TRY_CAST(nullif(regexp_extract(c.msg, '#tokens: (\d+),', 1), '') AS BIGINT) END AS kv_tokens,
     CASE WHEN c.kind = 'kv_alloc' AND position('KV size:' IN c.msg) > 0 THEN 'MLA'
@@ -163,7 +190,8 @@ SELECT
     CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'context_length')
          WHEN c.kind = 'config' THEN coalesce(kva_cfg_int(c.msg, 'context_length'), kva_cfg_int(c.msg, 'context_len')) END AS sa_context_length,
     CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'page_size') WHEN c.kind = 'config' THEN kva_cfg_int(c.msg, 'page_size') END AS sa_page_size,
-    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'max_total_tokens') END AS sa_max_total_tokens,
+    CASE WHEN c.kind = 'server_args' THEN kva_int(c.msg, 'max_total_tokens') WHEN c.kind = 'config' THEN kva_cfg_int(c.msg, 'max_total_tokens')
+         WHEN c.kind = 'pool_bound' THEN TRY_CAST(nullif(regexp_extract(c.msg, '^max_total_tokens=(\d+) is larger', 1), '') AS BIGINT) END AS sa_max_total_tokens,
     CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'served_model_name') WHEN c.kind = 'config' THEN kva_cfg(c.msg, 'served_model_name') END AS sa_served_model,
     CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'model_path') END AS sa_model_path,
     CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'disaggregation_enable_kv_checksum')
@@ -190,8 +218,9 @@ SELECT
     CASE WHEN c.kind = 'env' THEN kva_env(c.msg, 'SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES') END AS env_batch_cap,
     CASE WHEN c.kind = 'env' THEN nullif(kva_env(c.msg, 'HOSTNAME'), '') END AS env_hostname,
     -- versions
-    CASE WHEN c.kind = 'version' THEN regexp_extract(c.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v)v?(\d+\.\d+[\w.+-]*)', 1)
-         WHEN c.kind = 'vllm_start' THEN nullif(regexp_extract(c.msg, '^(?:vLLM API server version |Initializing an? (?:V1 )?LLM engine \(v)(\d+\.\d+[\w.+-]*?)\)?(?:[\s,]|$)', 1), '')
+    CASE WHEN c.kind = 'version' THEN regexp_extract(c.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v|:\s*)v?(\d+\.\d+[\w.+-]*)', 1)
+         WHEN c.kind = 'vllm_version' THEN regexp_extract(c.msg, '(?i:vllm)(?:[-_]cpu)?(?:\s+(?i:version)\s*:\s*|\s*==\s*|:\s*)v?(\d+\.\d+[\w.+-]*)', 1)
+         WHEN c.kind = 'vllm_start' THEN nullif(regexp_extract(c.msg, '^(?:vLLM API server version |Initializing an? (?:V[01] )?LLM engine \(v)(\d+\.\d+[\w.+-]*?)\)?(?:[\s,]|$)', 1), '')
     END AS version,
     -- vLLM
     CASE WHEN c.kind = 'vllm_kv' THEN kva_grouped(regexp_extract(c.msg, '^\w+ KV cache size: ([\d,]+) tokens', 1)) END AS vllm_kv_tokens,
@@ -202,7 +231,7 @@ SELECT
          WHEN c.kind = 'config' THEN kva_cfg_int(c.msg, 'max_model_len')
     END AS vllm_max_model_len,
     CASE WHEN c.kind IN ('vllm_concurrency', 'vllm_kv') THEN TRY_CAST(nullif(regexp_extract(c.msg, 'tokens per request: ([\d.]+)x', 1), '') AS DOUBLE) END AS vllm_concurrency,
-    CASE WHEN c.kind = 'vllm_blocks' THEN TRY_CAST(regexp_extract(c.msg, '^# \w+ blocks: (\d+)', 1) AS BIGINT) END AS vllm_blocks,
+    CASE WHEN c.kind = 'vllm_blocks' THEN TRY_CAST(regexp_extract(c.msg, '^(?:# ?)?\w+ blocks: (\d+)', 1) AS BIGINT) END AS vllm_blocks,
     CASE WHEN c.kind = 'vllm_start' THEN coalesce(kva_str(c.msg, 'served_model_name'), nullif(regexp_extract(c.msg, '[ ,(]served_model_name=([^,\s''"()]+)[,)]', 1), ''), kva_str(c.msg, 'model')) END AS vllm_served_model,
     CASE WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'tensor_parallel_size', c.complete) END AS vllm_tp_size,
     CASE WHEN c.kind = 'vllm_start' THEN kva_int_end(c.msg, 'data_parallel_size', c.complete) END AS vllm_dp_size,
@@ -212,15 +241,29 @@ SELECT
               'needs ' || regexp_extract(c.msg, '\(([\d.]+ Gi?B) KV cache is needed', 1) || ' of KV cache for one request of '
               || regexp_extract(c.msg, 'max seq len \((\d+)\)', 1) || ' tokens, has ' || regexp_extract(c.msg, 'available KV cache memory \(([\d.]+ Gi?B)\)', 1)
               || coalesce('; estimated maximum model length ' || nullif(regexp_extract(c.msg, 'estimated maximum model length is (\d+)', 1), ''), '')
+         WHEN c.kind = 'vllm_refusal' AND position('No available memory for the cache blocks' IN c.msg) > 0 THEN
+              'no memory is left for any KV cache block (No available memory for the cache blocks)'
+         WHEN c.kind = 'vllm_refusal' AND position('leaving none for the KV cache' IN c.msg) > 0 THEN
+              'the worker uses ' || regexp_extract(c.msg, 'already uses ([\d.]+ GiB)', 1) || ', more than the '
+              || regexp_extract(c.msg, 'more than the ([\d.]+ GiB)', 1) || ' of CPU memory reserved for it: none is left for the KV cache'
          WHEN c.kind = 'vllm_refusal' THEN
               'max seq len ' || regexp_extract(c.msg, 'max seq len \((\d+)\)', 1) || ' is larger than the KV cache ('
               || regexp_extract(c.msg, 'stored in KV cache \((\d+)\)', 1) || ' tokens)'
     END AS refusal,
+    -- the pool a refusal shows: V0's `stored in KV cache (M)` (block size x blocks), 0 when no block fits
+    CASE WHEN c.kind = 'vllm_refusal' AND (position('No available memory for the cache blocks' IN c.msg) > 0
+                                          OR position('leaving none for the KV cache' IN c.msg) > 0) THEN 0::BIGINT
+         WHEN c.kind = 'vllm_refusal' THEN TRY_CAST(nullif(regexp_extract(c.msg, 'stored in KV cache \((\d+)\)', 1), '') AS BIGINT) END AS refusal_pool,
     CASE WHEN c.kind = 'vllm_refusal' THEN TRY_CAST(nullif(coalesce(nullif(regexp_extract(c.msg, 'stored in KV cache \((\d+)\)', 1), ''),
                                                                        regexp_extract(c.msg, 'estimated maximum model length is (\d+)', 1)), '') AS BIGINT) END AS refusal_tokens,
     -- runtime indicators: the prompt length and the limit it hit (no request text is kept)
     CASE WHEN c.kind = 'input-length-exceeds' THEN TRY_CAST(regexp_extract(c.msg, 'Input length \((\d+) tokens\)', 1) AS BIGINT)
+         WHEN c.kind = 'kv-budget-exceeded' THEN TRY_CAST(regexp_extract(c.msg, 'input_len=(\d+)', 1) AS BIGINT)
+         WHEN c.kind = 'mm-prompt-too-long' THEN TRY_CAST(nullif(regexp_extract(c.msg, '=> (\d+) >= \d+', 1), '') AS BIGINT)
+         WHEN c.kind = 'swa-prealloc-exceeded' THEN TRY_CAST(regexp_extract(c.msg, 'decode preallocation: (\d+) >', 1) AS BIGINT)
          WHEN c.kind = 'exceeds-max-tokens' THEN TRY_CAST(regexp_extract(c.msg, 'maximum number of tokens: (\d+) >', 1) AS BIGINT) END AS ind_tokens,
     CASE WHEN c.kind = 'input-length-exceeds' THEN TRY_CAST(regexp_extract(c.msg, 'maximum allowed length \((\d+) tokens\)', 1) AS BIGINT)
+         WHEN c.kind = 'mm-prompt-too-long' THEN TRY_CAST(nullif(regexp_extract(c.msg, '=> \d+ >= (\d+)', 1), '') AS BIGINT)
+         WHEN c.kind = 'swa-prealloc-exceeded' THEN TRY_CAST(regexp_extract(c.msg, 'decode preallocation: \d+ > (\d+)', 1) AS BIGINT)
          WHEN c.kind = 'exceeds-max-tokens' THEN TRY_CAST(regexp_extract(c.msg, 'maximum number of tokens: \d+ > (\d+)', 1) AS BIGINT) END AS ind_limit
 FROM complete AS c

@@ -50,7 +50,9 @@ CREATE TABLE IF NOT EXISTS records_text (
     decode_node VARCHAR,             -- default: node when role is decode or mixed
     prefill_tokens BIGINT,           -- what the prefill side computed; default: prompt_tokens when role is prefill
     raw VARCHAR,                     -- the raw text: kept only for quarantined rows, only with keep_raw
-    source_path VARCHAR              -- set only by multi-file in-place sources (Parquet datasets): the file of the row
+    source_path VARCHAR,             -- set only by multi-file in-place sources (Parquet datasets): the file of the row
+    prompt_index INTEGER,            -- which prompt of a several-prompt completion call (vLLM logs <id>-0, <id>-1); NULL: the only one
+    prompt_parts INTEGER             -- how many prompts prompt_tokens may add up (a body with k choices: k); NULL: one prompt
 );
 CREATE TABLE IF NOT EXISTS quarantine_text (
     source_id INTEGER, source_line BIGINT, reason VARCHAR, raw VARCHAR

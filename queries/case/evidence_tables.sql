@@ -8,6 +8,8 @@
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS file_name VARCHAR;
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS window_start TIMESTAMPTZ;
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS window_end TIMESTAMPTZ;
+-- vLLM's --max-log-len from the log's start-up arguments: logged token-id lists are cut to it
+ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS max_log_len INTEGER;
 -- spans of local time with one UTC offset, around the window (queries/macros.sql: kvir_local_ts_to_utc)
 ALTER TABLE source_settings ADD COLUMN IF NOT EXISTS tz_spans STRUCT(lo1 TIMESTAMP, hi1 TIMESTAMP, off1 INTEGER,
     lo2 TIMESTAMP, hi2 TIMESTAMP, off2 INTEGER, lo3 TIMESTAMP, hi3 TIMESTAMP, off3 INTEGER,

@@ -7,5 +7,6 @@ SELECT r.request_id, r.ts, r.ts_extra_ns, r.ts_end, r.ts_granularity_s, r.accoun
        r.prefill_node, r.decode_node, r.prefill_tokens, r.bootstrap_room,
        s.format AS source_format, coalesce(r.source_path, s.label) AS source_file, r.source_line, r.source_id,
        1 AS n_records, false AS conflict, NULL::VARCHAR AS prefill_outcome, [r.source_id] AS source_ids,
-       NULL::VARCHAR AS join_method, NULL::VARCHAR[] AS joined_ids
+       NULL::VARCHAR AS join_method, NULL::VARCHAR[] AS joined_ids,
+       r.prompt_parts, CASE WHEN r.prompt_index IS NOT NULL THEN 1 END AS prompts
 FROM records AS r JOIN sources AS s USING (source_id);

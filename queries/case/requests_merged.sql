@@ -134,6 +134,11 @@ WITH grouped AS (
         max_by(model_other, (p_outcome, x_model, model_other)) FILTER (WHERE model_other IS NOT NULL) AS model_other0,
         min(model) AS model_lo, max(model) AS model_hi,
         max_by(prompt_tokens, (p_tokens, prompt_tokens)) FILTER (WHERE prompt_tokens IS NOT NULL) AS prompt_tokens,
+        -- a body's count that may add up several prompts (prompt_parts) stands only where no engine record
+        -- gives the prompts one by one (vLLM's <id>-<i> lines: the largest of them is the request's)
+        max_by(p_tokens, (p_tokens, prompt_tokens)) FILTER (WHERE prompt_tokens IS NOT NULL) AS p_tokens_won,
+        max(prompt_parts) FILTER (WHERE role = 'gateway') AS gateway_parts,
+        count(DISTINCT prompt_index) AS prompts,
         max_by(cached_tokens, (p_tokens, cached_tokens)) FILTER (WHERE cached_tokens IS NOT NULL) AS cached_tokens,
         max_by(completion_tokens, (p_outcome, x_outcome, completion_tokens)) FILTER (WHERE completion_tokens IS NOT NULL) AS completion_tokens,
         arg_max_null(http_status, CASE WHEN outcome IS NOT NULL OR http_status IS NOT NULL
@@ -150,8 +155,12 @@ WITH grouped AS (
         max_by(source_line, (p_outcome, x_outcome, -source_id, -source_line)) AS source_line,
         max_by(source_path, (p_outcome, x_outcome, -source_id, -source_line)) AS source_path,
         count(*) AS n_records,
-        coalesce(min(CASE WHEN role IS DISTINCT FROM 'prefill' THEN prompt_tokens END)
-                 <> max(CASE WHEN role IS DISTINCT FROM 'prefill' THEN prompt_tokens END), false)
+        -- prompt lengths disagree within one prompt (the prompts of a several-prompt call differ by right; a
+        -- body's sum over several prompts is no prompt's length)
+        coalesce(count(DISTINCT (coalesce(prompt_index, 0), prompt_tokens)) FILTER (WHERE role IS DISTINCT FROM 'prefill'
+                       AND prompt_tokens IS NOT NULL AND prompt_parts IS NULL)
+                 > count(DISTINCT coalesce(prompt_index, 0)) FILTER (WHERE role IS DISTINCT FROM 'prefill'
+                       AND prompt_tokens IS NOT NULL AND prompt_parts IS NULL), false)
             OR coalesce(min(CASE WHEN role IS DISTINCT FROM 'prefill' THEN outcome END)
                  <> max(CASE WHEN role IS DISTINCT FROM 'prefill' THEN outcome END), false)
             OR coalesce(min(CASE WHEN role IS DISTINCT FROM 'prefill' THEN model_key END)
@@ -172,7 +181,8 @@ SELECT g.request_id, g.ts, g.ts_extra_ns, g.ts_end, g.ts_granularity_s, g.accoun
        g.prefill_node, g.decode_node, g.prefill_tokens, g.bootstrap_room,
        s.format AS source_format, coalesce(g.source_path, s.label) AS source_file, g.source_line, g.source_id,
        g.n_records, g.conflict, g.prefill_outcome, g.source_ids,
-       NULL::VARCHAR AS join_method, NULL::VARCHAR[] AS joined_ids   -- filled by case/evidence_join
+       NULL::VARCHAR AS join_method, NULL::VARCHAR[] AS joined_ids,  -- filled by case/evidence_join
+       CASE WHEN g.p_tokens_won = 2 THEN g.gateway_parts END AS prompt_parts, nullif(g.prompts, 0) AS prompts
 FROM grouped AS g JOIN sources AS s USING (source_id);
 
 CREATE OR REPLACE VIEW requests AS
@@ -185,7 +195,8 @@ SELECT r.request_id, r.ts, r.ts_extra_ns, r.ts_end, CASE WHEN coalesce(r.ts_gran
        r.bootstrap_room,
        s.format AS source_format, coalesce(r.source_path, s.label) AS source_file, r.source_line, r.source_id,
        1::BIGINT AS n_records, false AS conflict, CASE WHEN r.role = 'prefill' THEN r.outcome END AS prefill_outcome,
-       [r.source_id] AS source_ids, NULL::VARCHAR AS join_method, NULL::VARCHAR[] AS joined_ids
+       [r.source_id] AS source_ids, NULL::VARCHAR AS join_method, NULL::VARCHAR[] AS joined_ids,
+       r.prompt_parts, CASE WHEN r.prompt_index IS NOT NULL THEN 1 END AS prompts
 FROM records_pd AS r JOIN sources AS s USING (source_id)
 WHERE r.pd_room IS NULL AND r.request_id IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM request_multi AS m WHERE m.k = hash(r.request_id))

@@ -12,7 +12,9 @@
 -- the engine is unknown: then only the public rule is judged).
 -- Categories, under the chosen rule:
 --   affected     the rule holds and the client got a served response (HTTP 2xx, finish stop/length)
---   possibly-affected  as affected, but its start is only known to a span that crosses a window edge
+--   possibly-affected  as affected, but its start is only known to a span that crosses a window edge, or
+--                its prompt length is a body's sum over several choices that does not settle the rule
+--                (kvir_parts_category: undecidable_reason says why)
 --   rejected     the rule holds and the engine refused it (HTTP 4xx / abort with 400): correct behaviour
 --   failed       the rule holds and the request failed (HTTP 5xx, e.g. a transfer failure)
 --   aborted      the rule holds and the client went away (abort without a status, HTTP 499)
@@ -42,8 +44,9 @@ judged AS (
     FROM scoped AS s
 )
 SELECT j.*,
-    kvir_triage_category(j.prompt_tokens, j.hit, j.outcome, j.ts, j.ts_granularity_s, $window_start, $window_end)
-        AS category,
-    kvir_undecidable_reason(j.prompt_tokens, j.hit, j.outcome) AS undecidable_reason,
+    kvir_parts_category(kvir_triage_category(j.prompt_tokens, j.hit, j.outcome, j.ts, j.ts_granularity_s, $window_start, $window_end),
+                        j.prompt_tokens, j.prompt_parts, kvir_rule_threshold($rule, $engine, $pool_tokens, $context_tokens)) AS category,
+    coalesce(kvir_parts_reason(j.prompt_tokens, j.prompt_parts, kvir_rule_threshold($rule, $engine, $pool_tokens, $context_tokens)),
+             kvir_undecidable_reason(j.prompt_tokens, j.hit, j.outcome)) AS undecidable_reason,
     kvir_time_note(j.ts, j.ts_granularity_s, $window_start, $window_end) AS time_note
 FROM judged AS j;

@@ -92,9 +92,10 @@ decided AS (
 SELECT d.* EXCLUDE (k_row, config_id, cfg_pool, cfg_context, cfg_engine, context_for_rule, engine_for_rule, node_known, pool_in_effect, context_in_effect,
                     engine_limit_in_effect, config_ts, config_evidence, threshold_source, public_hit, engine_hit, hit, other_hit),
     d.public_hit, d.engine_hit, d.hit, d.other_hit,
-    kvir_triage_category(d.prompt_tokens, d.hit, d.outcome, d.ts, d.ts_granularity_s, $window_start, $window_end)
-        AS category,
-    kvir_undecidable_reason(d.prompt_tokens, d.hit, d.outcome) AS undecidable_reason,
+    kvir_parts_category(kvir_triage_category(d.prompt_tokens, d.hit, d.outcome, d.ts, d.ts_granularity_s, $window_start, $window_end),
+                        d.prompt_tokens, d.prompt_parts, kvir_rule_threshold($rule, d.engine_for_rule, d.pool_in_effect, d.context_for_rule)) AS category,
+    coalesce(kvir_parts_reason(d.prompt_tokens, d.prompt_parts, kvir_rule_threshold($rule, d.engine_for_rule, d.pool_in_effect, d.context_for_rule)),
+             kvir_undecidable_reason(d.prompt_tokens, d.hit, d.outcome)) AS undecidable_reason,
     kvir_time_note(d.ts, d.ts_granularity_s, $window_start, $window_end) AS time_note,
     d.pool_in_effect, d.context_in_effect, d.engine_limit_in_effect, d.config_ts, d.config_evidence, d.threshold_source
 FROM decided AS d;

@@ -101,6 +101,27 @@ def input_too_long(ts: str, n: int, limit: int, rid: str) -> str:
             f"Use a shorter input or enable --allow-auto-truncate., self.rid='{rid}'")
 
 
+def kv_budget_exceeded(ts: str, n: int, rid: str) -> str:
+    """0.5.21+ managers/scheduler.py Scheduler.init_req_max_new_tokens (max_new_tokens_for_memory gave None)
+    + Req.set_finish_with_abort (TP rank 0)."""
+    return f"{stamp(ts, 'TP0')} Request prompt exceeds the KV memory budget: input_len={n}., self.rid='{rid}'"
+
+
+def dsv4_memory_calculation(ts: str, full_token: int, tags: str = "TP0") -> str:
+    """0.5.20+ model_executor/pool_configurator.py DSV4PoolConfigurator.calculate_pool_sizes (0.5.12-0.5.19: no
+    unified=... fields)."""
+    return (f"{stamp(ts, tags)} DSV4 memory calculation: unified=False, unified_fp8=False, dspark_draft_bf16=False, "
+            f"bytes_per_full_token=1587.20, available_bytes=62.41 GB, c128_state_fixed=0.05 GB, c2_state_fixed=0.00 GB, "
+            f"swa_fixed=2.10 GB, swa_ring_fixed=0.00 GB, c4_state_fixed=0.31 GB, full_token={full_token}")
+
+
+def above_profiled(ts: str, user: int, profiled: int) -> str:
+    """mem_cache/kv_cache_configurator.py _apply_token_constraints (logging.warning; earlier builds
+    model_runner_kv_cache_mixin.py)."""
+    return (f"{stamp(ts, 'TP0')} max_total_tokens={user} is larger than the profiled value {profiled}. "
+            "Use the profiled value instead.")
+
+
 def canary_stats(ts: str, step: int, protected: int, violations: int, tags: str = "TP0") -> str:
     """kv_canary/runner/stats_logger.py PeriodicCanaryStatsLogger._postprocess_on_host."""
     return (f"{stamp(ts, tags)} [canary] step={step} protected_tokens={protected} sweep_passes=0 "

@@ -32,7 +32,7 @@ COUNTS: dict[str, tuple[int, int, int, int]] = {
     "sglang_router/router-json.log": (4, 2, 1, 1),
     # start banner, DEBUG preview, two access lines, streaming delta: skip 5; Received v1, Generated v1,
     # Received v2, Aborted v2, rejected v5, Received v6: 6; 02-29 (no such date near 2026): bad
-    "vllm/api_server.log": (12, 6, 5, 1),
+    "vllm/api_server.log": (12, 7, 4, 1),     # the DEBUG details line is a record too (a length)
     # ns, rate-limited, RFC 3339, seconds, ms: 5; Timestamp 1788 (implausible) and truncated: bad
     "cloudflare_logpush/ai_gateway_events.log": (7, 5, 0, 2),
     "cloudflare_gateway/page-1.json": (4, 4, 0, 0),

@@ -125,9 +125,12 @@ def test_vllm_yearless_stamps_and_candidates(run_fixture):
     r = run_fixture("vllm", source_tz="Asia/Tokyo")
     assert counts_of(r) == _expected_counts("vllm")
     assert affected_ids(r) == set()
-    # 08-31 21:00:00 JST -> 2026 (the window's year) 12:00:00Z; Received + Generated lines are one request
+    # 08-31 21:00:00 JST -> 2026 (the window's year) 12:00:00Z; Received + DEBUG details + Generated lines are
+    # one request, and the details line's token-id list (4 ids) is its prompt length
     v1 = r.case.con.execute("SELECT ts, outcome, n_records, prompt_tokens FROM requests WHERE request_id = 'chatcmpl-v1'").fetchone()
-    assert v1 == (dt.datetime(2026, 8, 31, 12, 0, tzinfo=UTC), "served", 2, None)
+    assert v1 == (dt.datetime(2026, 8, 31, 12, 0, tzinfo=UTC), "served", 3, 4)
+    # an old-release INFO line carries the ids too
+    assert r.case.con.execute("SELECT prompt_tokens FROM requests WHERE request_id = 'chatcmpl-v2'").fetchone()[0] == 2
     v2 = r.case.con.execute("SELECT outcome FROM requests WHERE request_id = 'chatcmpl-v2'").fetchone()[0]
     assert v2 == "aborted"
     assert r.case.con.execute("SELECT outcome FROM requests WHERE request_id = 'chatcmpl-v5'").fetchone()[0] == "rejected"
@@ -160,3 +163,22 @@ def test_hour_only_times_judged_the_same_with_the_pool_in_effect(run_fixture, tm
     assert r.summary["threshold"].startswith("pool in effect")
     assert categories(r) == plain
     assert {k for k, v in categories(r).items() if v == "possibly-affected"} == POSSIBLY_AFFECTED
+
+
+def test_vllm_token_id_lists_cut_by_max_log_len_give_no_length(tmp_path, run_fixture):
+    """--max-log-len N cuts every logged token-id list to N ids (RequestLogger.log_inputs): a list of N ids may be
+    a longer prompt's first N, so it gives no length; a shorter one is whole."""
+    log = tmp_path / "vllm-node-7" / "api_server.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("\n".join([
+        "(APIServer pid=5) INFO 08-31 20:59:00 [api_utils.py:286] non-default args: {'model': '/m', "
+        "'served_model_name': ['zai-org/GLM-5.3'], 'enable_log_requests': True, 'max_log_len': 4}",
+        "(APIServer pid=5) DEBUG 08-31 21:00:00 [request_logger.py:55] Request cmpl-a-0 details: prompt: None, "
+        "prompt_token_ids: [1, 2, 3, 4], prompt_embeds shape: None.",
+        "(APIServer pid=5) DEBUG 08-31 21:00:00 [request_logger.py:55] Request cmpl-b-0 details: prompt: None, "
+        "prompt_token_ids: [1, 2, 3], prompt_embeds shape: None.",
+    ]) + "\n")
+    r = run_fixture(paths=[log], source_tz="UTC")
+    got = dict(r.case.con.execute("SELECT request_id, prompt_tokens FROM requests").fetchall())
+    assert got == {"cmpl-a": None, "cmpl-b": 3}
+    assert any("--max-log-len 4 (line 1)" in n for n in r.sources[0]["notes"])

@@ -14,13 +14,14 @@ import pyarrow as pa
 
 from kvir.core.sql import QueryLog, run
 from kvir.rules.builds import TABLE, BuildRange, normalise, version_key
+from kvir.rules.vllm import VLLM
 
 # audit line kinds -> builds.toml [[log_line]] kinds (lines that place a build)
 LINE_KINDS = {"pool_warning": "pool-below-context", "kv-checksum-skipped": "kv-checksum-skipped",
               "kv-checksum-mismatch": "kv-checksum-mismatch", "canary-stats": "canary-stats",
               "kv-canary-violation": "kv-canary-violation", "canary-installed": "canary-installed"}
 COLUMNS = ["config_id", "build", "build_lo", "build_hi", "build_open", "build_evidence", "over_long_outcome",
-           "stub_transferred", "build_note", "deferred_release_default", "batch_cap_default"]
+           "stub_transferred", "build_note", "deferred_release_default", "batch_cap_default", "missing_more"]
 DEFERRED = "SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE"
 BATCH_CAP = "SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES"
 
@@ -37,6 +38,8 @@ def infer_start(r: dict[str, Any]) -> dict[str, Any]:
     if r["engine"] != "sglang":
         out["build"] = r["version"]
         out["build_evidence"] = r["version_source"]
+        if r["engine"] == "vllm" and r["version"]:
+            out.update(_vllm_release(r["version"], set(r["line_kinds"] or []), bool(r["refused"])))
         return out
     has_dump = r["server_args_line"] is not None and r["server_args_shape"] is not None
     lines = [LINE_KINDS[k] for k in (r["line_kinds"] or []) if k in LINE_KINDS]
@@ -88,6 +91,19 @@ def infer_start(r: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _vllm_release(version: str, seen: set[str], refused: bool) -> dict[str, Any]:
+    """What kvir.rules.vllm (the releases' own code) says a vLLM start of `version` prints and the evidence
+    lacks: a note, and the items for node_configs.missing (a refused start prints no pool line)."""
+    notes = []
+    if version_key(version) is not None and version_key(version) > version_key(VLLM.newest_read):
+        notes.append(f"vLLM {version} is newer than the newest release read ({VLLM.newest_read}): its lines are "
+                     f"taken to be {VLLM.newest_read}'s")
+    lacks = [] if refused else VLLM.missing_startup(version, seen)
+    if lacks:
+        notes.append(f"vLLM {version} prints {' and '.join(lacks)}; not in this start's evidence")
+    return {"build_note": "; ".join(notes) or None, "missing_more": lacks or None}
+
+
 def _inside(v: str, rng: BuildRange) -> bool:
     k = version_key(v)
     if k < version_key(rng.lo):
@@ -98,10 +114,11 @@ def _inside(v: str, rng: BuildRange) -> bool:
 def fill_builds(con, log: QueryLog) -> None:
     """Infer every start's build and write it into node_configs."""
     cur = con.execute("SELECT config_id, engine, version, version_source, server_args_shape, dump_markers, "
-                      "dump_keys, server_args_truncated, server_args_line, line_kinds FROM node_configs")
+                      "dump_keys, server_args_truncated, server_args_line, line_kinds, refused FROM node_configs")
     names = [d[0] for d in cur.description]
     rows = [infer_start(dict(zip(names, t))) for t in cur.fetchall()]
-    types = {"config_id": pa.int64(), "build_open": pa.bool_(), "stub_transferred": pa.bool_()}
+    types = {"config_id": pa.int64(), "build_open": pa.bool_(), "stub_transferred": pa.bool_(),
+             "missing_more": pa.list_(pa.string())}
     table = pa.table({c: pa.array([r[c] for r in rows], types.get(c, pa.string())) for c in COLUMNS})
     con.register("audit_builds_rows", table)
     try:

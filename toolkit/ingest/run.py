@@ -105,7 +105,7 @@ _SETTINGS_COLUMNS = {
     "source_id": pa.int32(), "tz_iana": pa.string(), "tz_offset_min": pa.int32(), "served_model": pa.string(),
     "node": pa.string(), "role": pa.string(), "year": pa.int32(), "keep_raw": pa.bool_(),
     "max_line_bytes": pa.int64(), "file_name": pa.string(), "window_start": pa.timestamp("us", "UTC"),
-    "window_end": pa.timestamp("us", "UTC"),
+    "window_end": pa.timestamp("us", "UTC"), "max_log_len": pa.int32(),
     "tz_spans": pa.struct([(f"{k}{i}", pa.int32() if k == "off" else pa.timestamp("us"))
                            for i in range(1, 5) for k in ("lo", "hi", "off")]),
 }

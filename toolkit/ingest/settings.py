@@ -2,6 +2,7 @@
 
     file_name         the file's base name (the metrics export's hour lives there)
     window_start/end  the incident window (year-less vLLM stamps take the year nearest to it)
+    max_log_len       vLLM's --max-log-len from the log's start-up arguments (its token-id lists are cut to it)
     tz_spans          for a source in an IANA zone: the spans of local time, within the window and
                       WINDOW_MARGIN either side, over which the zone's UTC offset stays the same (hours
                       near a DST transition are left out), at most MAX_SEGMENTS (the ones nearest the
@@ -28,6 +29,7 @@ EXTRA_COLUMNS = (
     ("file_name", "VARCHAR"),
     ("window_start", "TIMESTAMPTZ"),
     ("window_end", "TIMESTAMPTZ"),
+    ("max_log_len", "INTEGER"),
     ("tz_spans", "STRUCT(lo1 TIMESTAMP, hi1 TIMESTAMP, off1 INTEGER, ..., lo4, hi4, off4)"),
 )
 
@@ -92,7 +94,8 @@ def extra_settings(src: "Source") -> dict:
     window = getattr(src, "window", None)
     segs = tz_segments(src.tz.iana, window) if src.tz is not None and src.tz.iana else None
     return {"file_name": src.paths[0].name, "window_start": window[0] if window else None,
-            "window_end": window[1] if window else None, "tz_spans": spans_struct(segs)}
+            "window_end": window[1] if window else None, "tz_spans": spans_struct(segs),
+            "max_log_len": getattr(src, "max_log_len", None)}
 
 
 def spans_struct(segs: list[dict] | None) -> dict | None:

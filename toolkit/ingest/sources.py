@@ -40,6 +40,7 @@ class Source:
     columns: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     window: tuple[Any, Any] | None = None   # the incident window (UTC), for formats that need it
+    max_log_len: int | None = None          # vLLM's --max-log-len, when its start-up arguments show one
     stamps: list[Stamp | None] = field(default_factory=list)   # each of `paths` as listed (kvir.ingest.opener)
 
     def stamp(self, i: int = 0) -> Stamp | None:
@@ -149,6 +150,19 @@ def sniff(path: Path) -> tuple[Format, str]:
 _SERVER_ARGS = re.compile(r"server_args=(?:ServerArgs\(|\{)(.*)")
 # vLLM's: `non-default args: {'model': '...', 'served_model_name': ['...'], ...}` (api_utils.py, 0.32)
 _VLLM_ARGS = re.compile(r"\bnon-default args: \{(.*)")
+# vLLM's --max-log-len in its start-up arguments (`non-default args: {... 'max_log_len': N`, older releases
+# `args: Namespace(... max_log_len=N`): logged token-id lists are cut to N ids
+_VLLM_MAX_LOG_LEN = re.compile(r"(?:'max_log_len': |\bmax_log_len=)(\d+)")
+
+
+def _vllm_max_log_len(path: Path) -> tuple[int | None, int | None]:
+    """(--max-log-len, line) from a vLLM log's start-up arguments within its first MiB, if set."""
+    for i, line in enumerate(head_lines(path, max_lines=5000, max_bytes=1 << 20), 1):
+        if "args" in line:
+            m = _VLLM_MAX_LOG_LEN.search(line)
+            if m:
+                return int(m.group(1)), i
+    return None, None
 
 
 def _setting(args: str, key: str, values: str = r"[^']*") -> str | None:
@@ -273,6 +287,12 @@ def _settle(i: int, files: list[Path], key: tuple, fmt: Format, how: str, ss: So
             src.served_model_source = "assumed: no server_args= line and no --served-model, so taken to serve the incident's model"
             src.notes.append(f"served model assumed to be {spec.model} (no server_args= line, no --served-model)")
         src.role = src.role or role or role_from_name(src.node or first.name)
+        if fmt.name == "vllm":
+            cut, line = _vllm_max_log_len(first)
+            if cut is not None:
+                src.max_log_len = cut
+                src.notes.append(f"vLLM ran with --max-log-len {cut} (line {line}): a logged token-id list of {cut} "
+                                 f"ids may be cut, so such a prompt's length is unknown")
     elif opts.served_model or (ss and ss.served_model):
         src.served_model = opts.served_model or ss.served_model  # type: ignore[union-attr]
         src.served_model_source = "--served-model (used where a record names no model)"

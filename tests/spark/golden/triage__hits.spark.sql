@@ -110,33 +110,163 @@ SELECT
   j.*,
   (
     CASE
-      WHEN j.prompt_tokens IS NULL
-      THEN 'undecidable'
-      WHEN NOT j.hit
-      THEN 'other-rule'
-      WHEN j.outcome = 'served'
-      AND NOT (
-        COALESCE(j.ts_granularity_s, 0) = 0
-        OR (
-          j.ts >= :window_start
-          AND j.ts + j.ts_granularity_s * INTERVAL '1' SECOND - INTERVAL '1' MICROSECOND <= :window_end
+      WHEN (
+        CASE
+          WHEN j.prompt_tokens IS NULL
+          THEN 'undecidable'
+          WHEN NOT j.hit
+          THEN 'other-rule'
+          WHEN j.outcome = 'served'
+          AND NOT (
+            COALESCE(j.ts_granularity_s, 0) = 0
+            OR (
+              j.ts >= :window_start
+              AND j.ts + j.ts_granularity_s * INTERVAL '1' SECOND - INTERVAL '1' MICROSECOND <= :window_end
+            )
+          )
+          THEN 'possibly-affected'
+          WHEN j.outcome = 'served'
+          THEN 'affected'
+          WHEN j.outcome IN ('rejected', 'failed', 'aborted')
+          THEN j.outcome
+          ELSE 'undecidable'
+        END
+      ) = 'affected'
+      AND (
+        COALESCE(
+          j.prompt_parts > 1
+          AND j.prompt_tokens >= (
+            CASE :rule
+              WHEN 'public'
+              THEN :pool_tokens + 1
+              WHEN 'engine'
+              THEN (
+                CASE :engine
+                  WHEN 'sglang'
+                  THEN (
+                    LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+                  )
+                  WHEN 'vllm'
+                  THEN :context_tokens
+                END
+              )
+            END
+          )
+          AND CEIL(j.prompt_tokens / j.prompt_parts) < (
+            CASE :rule
+              WHEN 'public'
+              THEN :pool_tokens + 1
+              WHEN 'engine'
+              THEN (
+                CASE :engine
+                  WHEN 'sglang'
+                  THEN (
+                    LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+                  )
+                  WHEN 'vllm'
+                  THEN :context_tokens
+                END
+              )
+            END
+          ),
+          FALSE
         )
       )
       THEN 'possibly-affected'
-      WHEN j.outcome = 'served'
-      THEN 'affected'
-      WHEN j.outcome IN ('rejected', 'failed', 'aborted')
-      THEN j.outcome
-      ELSE 'undecidable'
+      ELSE (
+        CASE
+          WHEN j.prompt_tokens IS NULL
+          THEN 'undecidable'
+          WHEN NOT j.hit
+          THEN 'other-rule'
+          WHEN j.outcome = 'served'
+          AND NOT (
+            COALESCE(j.ts_granularity_s, 0) = 0
+            OR (
+              j.ts >= :window_start
+              AND j.ts + j.ts_granularity_s * INTERVAL '1' SECOND - INTERVAL '1' MICROSECOND <= :window_end
+            )
+          )
+          THEN 'possibly-affected'
+          WHEN j.outcome = 'served'
+          THEN 'affected'
+          WHEN j.outcome IN ('rejected', 'failed', 'aborted')
+          THEN j.outcome
+          ELSE 'undecidable'
+        END
+      )
     END
   ) AS category,
-  (
-    CASE
-      WHEN j.prompt_tokens IS NULL
-      THEN 'prompt length unknown'
-      WHEN j.hit AND j.outcome IS NULL
-      THEN 'outcome unknown (no HTTP status, and no finish reason that says served or not: e.g. content_filter)'
-    END
+  COALESCE(
+    (
+      CASE
+        WHEN (
+          COALESCE(
+            j.prompt_parts > 1
+            AND j.prompt_tokens >= (
+              CASE :rule
+                WHEN 'public'
+                THEN :pool_tokens + 1
+                WHEN 'engine'
+                THEN (
+                  CASE :engine
+                    WHEN 'sglang'
+                    THEN (
+                      LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+                    )
+                    WHEN 'vllm'
+                    THEN :context_tokens
+                  END
+                )
+              END
+            )
+            AND CEIL(j.prompt_tokens / j.prompt_parts) < (
+              CASE :rule
+                WHEN 'public'
+                THEN :pool_tokens + 1
+                WHEN 'engine'
+                THEN (
+                  CASE :engine
+                    WHEN 'sglang'
+                    THEN (
+                      LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+                    )
+                    WHEN 'vllm'
+                    THEN :context_tokens
+                  END
+                )
+              END
+            ),
+            FALSE
+          )
+        )
+        THEN 'the response has ' || j.prompt_parts || ' choices and usage.prompt_tokens ' || j.prompt_tokens || ' adds up their prompts (' || j.prompt_parts || ' samples of one prompt, or up to ' || j.prompt_parts || ' prompts): the longest prompt is between ' || CAST(CEIL(j.prompt_tokens / j.prompt_parts) AS BIGINT) || ' and ' || j.prompt_tokens || ' tokens, undecidable against ' || (
+          CASE :rule
+            WHEN 'public'
+            THEN :pool_tokens + 1
+            WHEN 'engine'
+            THEN (
+              CASE :engine
+                WHEN 'sglang'
+                THEN (
+                  LEAST(:context_tokens - 1, :pool_tokens - 1) - 5
+                )
+                WHEN 'vllm'
+                THEN :context_tokens
+              END
+            )
+          END
+        )
+      END
+    ),
+    (
+      CASE
+        WHEN j.prompt_tokens IS NULL
+        THEN 'prompt length unknown'
+        WHEN j.hit AND j.outcome IS NULL
+        THEN 'outcome unknown (no HTTP status, and no finish reason that says served or not: e.g. content_filter)'
+      END
+    )
   ) AS undecidable_reason,
   (
     CASE

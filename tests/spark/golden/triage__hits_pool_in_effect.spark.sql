@@ -293,33 +293,163 @@ SELECT
   d.other_hit,
   (
     CASE
-      WHEN d.prompt_tokens IS NULL
-      THEN 'undecidable'
-      WHEN NOT d.hit
-      THEN 'other-rule'
-      WHEN d.outcome = 'served'
-      AND NOT (
-        COALESCE(d.ts_granularity_s, 0) = 0
-        OR (
-          d.ts >= :window_start
-          AND d.ts + d.ts_granularity_s * INTERVAL '1' SECOND - INTERVAL '1' MICROSECOND <= :window_end
+      WHEN (
+        CASE
+          WHEN d.prompt_tokens IS NULL
+          THEN 'undecidable'
+          WHEN NOT d.hit
+          THEN 'other-rule'
+          WHEN d.outcome = 'served'
+          AND NOT (
+            COALESCE(d.ts_granularity_s, 0) = 0
+            OR (
+              d.ts >= :window_start
+              AND d.ts + d.ts_granularity_s * INTERVAL '1' SECOND - INTERVAL '1' MICROSECOND <= :window_end
+            )
+          )
+          THEN 'possibly-affected'
+          WHEN d.outcome = 'served'
+          THEN 'affected'
+          WHEN d.outcome IN ('rejected', 'failed', 'aborted')
+          THEN d.outcome
+          ELSE 'undecidable'
+        END
+      ) = 'affected'
+      AND (
+        COALESCE(
+          d.prompt_parts > 1
+          AND d.prompt_tokens >= (
+            CASE :rule
+              WHEN 'public'
+              THEN d.pool_in_effect + 1
+              WHEN 'engine'
+              THEN (
+                CASE d.engine_for_rule
+                  WHEN 'sglang'
+                  THEN (
+                    LEAST(d.context_for_rule - 1, d.pool_in_effect - 1) - 5
+                  )
+                  WHEN 'vllm'
+                  THEN d.context_for_rule
+                END
+              )
+            END
+          )
+          AND CEIL(d.prompt_tokens / d.prompt_parts) < (
+            CASE :rule
+              WHEN 'public'
+              THEN d.pool_in_effect + 1
+              WHEN 'engine'
+              THEN (
+                CASE d.engine_for_rule
+                  WHEN 'sglang'
+                  THEN (
+                    LEAST(d.context_for_rule - 1, d.pool_in_effect - 1) - 5
+                  )
+                  WHEN 'vllm'
+                  THEN d.context_for_rule
+                END
+              )
+            END
+          ),
+          FALSE
         )
       )
       THEN 'possibly-affected'
-      WHEN d.outcome = 'served'
-      THEN 'affected'
-      WHEN d.outcome IN ('rejected', 'failed', 'aborted')
-      THEN d.outcome
-      ELSE 'undecidable'
+      ELSE (
+        CASE
+          WHEN d.prompt_tokens IS NULL
+          THEN 'undecidable'
+          WHEN NOT d.hit
+          THEN 'other-rule'
+          WHEN d.outcome = 'served'
+          AND NOT (
+            COALESCE(d.ts_granularity_s, 0) = 0
+            OR (
+              d.ts >= :window_start
+              AND d.ts + d.ts_granularity_s * INTERVAL '1' SECOND - INTERVAL '1' MICROSECOND <= :window_end
+            )
+          )
+          THEN 'possibly-affected'
+          WHEN d.outcome = 'served'
+          THEN 'affected'
+          WHEN d.outcome IN ('rejected', 'failed', 'aborted')
+          THEN d.outcome
+          ELSE 'undecidable'
+        END
+      )
     END
   ) AS category,
-  (
-    CASE
-      WHEN d.prompt_tokens IS NULL
-      THEN 'prompt length unknown'
-      WHEN d.hit AND d.outcome IS NULL
-      THEN 'outcome unknown (no HTTP status, and no finish reason that says served or not: e.g. content_filter)'
-    END
+  COALESCE(
+    (
+      CASE
+        WHEN (
+          COALESCE(
+            d.prompt_parts > 1
+            AND d.prompt_tokens >= (
+              CASE :rule
+                WHEN 'public'
+                THEN d.pool_in_effect + 1
+                WHEN 'engine'
+                THEN (
+                  CASE d.engine_for_rule
+                    WHEN 'sglang'
+                    THEN (
+                      LEAST(d.context_for_rule - 1, d.pool_in_effect - 1) - 5
+                    )
+                    WHEN 'vllm'
+                    THEN d.context_for_rule
+                  END
+                )
+              END
+            )
+            AND CEIL(d.prompt_tokens / d.prompt_parts) < (
+              CASE :rule
+                WHEN 'public'
+                THEN d.pool_in_effect + 1
+                WHEN 'engine'
+                THEN (
+                  CASE d.engine_for_rule
+                    WHEN 'sglang'
+                    THEN (
+                      LEAST(d.context_for_rule - 1, d.pool_in_effect - 1) - 5
+                    )
+                    WHEN 'vllm'
+                    THEN d.context_for_rule
+                  END
+                )
+              END
+            ),
+            FALSE
+          )
+        )
+        THEN 'the response has ' || d.prompt_parts || ' choices and usage.prompt_tokens ' || d.prompt_tokens || ' adds up their prompts (' || d.prompt_parts || ' samples of one prompt, or up to ' || d.prompt_parts || ' prompts): the longest prompt is between ' || CAST(CEIL(d.prompt_tokens / d.prompt_parts) AS BIGINT) || ' and ' || d.prompt_tokens || ' tokens, undecidable against ' || (
+          CASE :rule
+            WHEN 'public'
+            THEN d.pool_in_effect + 1
+            WHEN 'engine'
+            THEN (
+              CASE d.engine_for_rule
+                WHEN 'sglang'
+                THEN (
+                  LEAST(d.context_for_rule - 1, d.pool_in_effect - 1) - 5
+                )
+                WHEN 'vllm'
+                THEN d.context_for_rule
+              END
+            )
+          END
+        )
+      END
+    ),
+    (
+      CASE
+        WHEN d.prompt_tokens IS NULL
+        THEN 'prompt length unknown'
+        WHEN d.hit AND d.outcome IS NULL
+        THEN 'outcome unknown (no HTTP status, and no finish reason that says served or not: e.g. content_filter)'
+      END
+    )
   ) AS undecidable_reason,
   (
     CASE

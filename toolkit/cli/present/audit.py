@@ -55,8 +55,11 @@ def print_audit(result) -> None:
     rows = []
     for r in nc.to_dict("records"):
         bad = str(r.get("holds_context")) == "False"
+        pool = r["pool_tokens"]
+        if show(pool) == "-" and show(r.get("pool_bound_tokens")) != "-":
+            pool = f"<= {int(r['pool_bound_tokens']):,}"                 # only a bound (--max-total-tokens, ...)
         rows.append([r["node"], r["role"], _ts(r["ts"]), f"{show(r['engine'])} {show(r['version'])}",
-                     cell(r["pool_tokens"], "red" if bad else ""), r["context_len"], r["max_req_input_len"],
+                     cell(pool, "red" if bad else ""), r["context_len"], r["max_req_input_len"],
                      _flag(r["kv_checksum"]), _flag(r["kv_canary"]), _flag(r["deferred_release"]),
                      r["transfer_batch_cap"], _where(r["evidence_file"], r["evidence_line"])])
     right = ("pool", "context", "max input", "batch cap")
@@ -64,6 +67,12 @@ def print_audit(result) -> None:
                        [(c, "right") if c in right else c for c in
                         ("node", "role", "start (UTC)", "engine", "pool", "context", "max input", "checksum",
                          "canary", "deferred rel.", "batch cap", "evidence")], rows))
+
+    lacking = [[r["node"], "; ".join(r["missing"])] for r in nc.to_dict("records")
+               if r.get("missing") is not None and len(r["missing"])]
+    if lacking:
+        stderr.print(table("Not in the evidence (excerpts: what they lack is unknown, never assumed)",
+                           ("node", "missing"), lacking))
 
     f = result.findings
     stderr.print(table(f"Findings: {len(f)} ({counts_text(f)})",
