@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from kvir.cli.present import table
+from kvir.ingest.fixture_versions import FIXTURE_VERSIONS
 from kvir.ingest.formats import FORMATS, Format, adapter_doc
 from kvir.ingest.formats import get as get_format
 from kvir.ingest.sources import NATIVE_MIN_BYTES
@@ -23,9 +24,11 @@ def _times(f) -> str:
 
 
 def _fixtures(f) -> str:
-    if f.fixtures_from:
-        return f"{', '.join(f.fixtures_from)}: {f.fixtures_note}"
-    return f.fixtures_note or "-"
+    """The producer versions its fixtures cover (read from their meta.json files), then how they were made."""
+    covered = "; ".join(f"{producer} {', '.join(versions)} ({files} file{'s' if files > 1 else ''}"
+                        + (f"; {', '.join(follows)}" if follows else "") + ")"
+                        for producer, versions, files, follows in FIXTURE_VERSIONS.get(f.name, ()))
+    return ". ".join(x for x in (covered, f.fixtures_note) if x) or "-"
 
 
 def print_formats() -> None:

@@ -76,10 +76,13 @@ def print_triage(result) -> None:
     rows.append(("first / last affected (UTC)", f"{s['first_affected'] or '-'} / {s['last_affected'] or '-'}"))
     joined = sum(s.get(k) or 0 for k in ("join_matched", "join_unmatched", "join_ambiguous"))
     if joined:
-        rows.append((f"records joined by id or time (±{s.get('join_tolerance_s') or 0:g} s): matched / ambiguous / "
-                     "unmatched (evidence_joins.csv)",
+        rows.append((f"joined by id or ±{s.get('join_tolerance_s') or 0:g} s: matched / ambiguous / unmatched",
                      f"{s.get('join_matched') or 0:,} / {s.get('join_ambiguous') or 0:,} / {s.get('join_unmatched') or 0:,}"))
-        rows.append(("  ambiguous, held by another source's request: not counted again", s.get("join_ambiguous_held") or 0))
+        rows.append(("  ambiguous, held by another source: not counted again", s.get("join_ambiguous_held") or 0))
+        skew = s.get("join_id_delta_s")
+        if skew is not None and abs(skew) > (s.get("join_tolerance_s") or 0):
+            rows.append(("  id-joined records lie apart in time: a zone (--source-tz) is wrong?",
+                         f"{skew / 3600:+.2f} h"))
     if s.get("aggregate_series"):
         rows.append(("aggregate finding (Prometheus histograms: bounds, not requests)",
                      f"between {s['aggregate_lower']:,} and {s['aggregate_upper']:,}"))
@@ -111,7 +114,7 @@ def _print_joins(result) -> None:
         "any_value(e.tolerance_s) FROM evidence_joins AS e JOIN sources AS s USING (source_id) "
         "GROUP BY ALL ORDER BY 1, 2, 3, 4").fetchall()
     names = relative([str(r[0]) for r in rows])
-    stderr.print(table("Evidence joins (records without a shared id, to the requests other sources hold)",
-                       ("source", "pass", "status", "keys", ("records", "right"), ("own requests", "right"),
+    stderr.print(table("Evidence joins (evidence_joins.csv; own: records that stay requests of their own)",
+                       ("source", "pass", "status", "keys", ("records", "right"), ("own", "right"),
                         ("tolerance", "right")),
                        [[name, r[1], r[2], r[3], r[4], r[5], f"±{r[6]:g} s"] for name, r in zip(names, rows)]))
