@@ -34,7 +34,9 @@
 CREATE OR REPLACE TEMP TABLE ej_a AS
 SELECT r.*, coalesce(r.decode_node, r.prefill_node) AS a_node,
        r.prefill_node IS NULL AND r.decode_node IS NULL AS a_client_side,
-       r.source_ids[1] AS a_source_id, coalesce(r.ts_granularity_s, 0) AS a_gran
+       r.source_ids[1] AS a_source_id, coalesce(r.ts_granularity_s, 0) AS a_gran,
+       -- the latest partner start: each side's bounds on one side of the join, so DuckDB plans a range join
+       r.ts + to_microseconds(CAST(round((coalesce(r.ts_granularity_s, 0) + j.tolerance_s) * 1e6) AS BIGINT)) AS a_hi
 FROM requests AS r, __join__ AS j
 WHERE list_has_any(r.source_ids, j.source_ids) AND len(r.source_ids) = 1 AND r.ts IS NOT NULL
   AND coalesce(r.ts_granularity_s, 0) < 60
@@ -43,7 +45,8 @@ WHERE list_has_any(r.source_ids, j.source_ids) AND len(r.source_ids) = 1 AND r.t
                 AND r.prefill_node IS NULL AND r.decode_node IS NULL END;
 
 CREATE OR REPLACE TEMP TABLE ej_b AS
-SELECT r.*, coalesce(r.ts_granularity_s, 0) AS b_gran
+SELECT r.*, coalesce(r.ts_granularity_s, 0) AS b_gran,
+       r.ts + to_microseconds(CAST(round((coalesce(r.ts_granularity_s, 0) + j.tolerance_s) * 1e6) AS BIGINT)) AS b_hi
 FROM requests AS r, __join__ AS j
 WHERE NOT list_has_any(r.source_ids, j.source_ids) AND r.ts IS NOT NULL
   AND coalesce(r.ts_granularity_s, 0) < 60
@@ -52,10 +55,19 @@ WHERE NOT list_has_any(r.source_ids, j.source_ids) AND r.ts IS NOT NULL
            ELSE r.prompt_tokens IS NOT NULL AND r.account_id IS NULL
                 AND (r.prefill_node IS NOT NULL OR r.decode_node IS NOT NULL) END;
 
+-- time buckets as wide as the widest window: a record's partners lie in its bucket range (a hash join on the
+-- bucket, then the exact bounds), which is far cheaper than a range join over two large logs
+CREATE OR REPLACE TEMP TABLE ej_width AS
+SELECT greatest(coalesce(max(epoch_us(b_hi) - epoch_us(ts)), 0), 1000000) AS w_us FROM ej_b;
+
 CREATE OR REPLACE TEMP TABLE ej_pairs AS
-WITH by_id AS (
-    SELECT a.request_id AS a_id, b.request_id AS b_id, epoch(b.ts) - epoch(a.ts) AS delta_s, 'id' AS method
-    FROM ej_a AS a JOIN ej_b AS b ON b.request_id IN ('chatcmpl-' || a.request_id, 'cmpl-' || a.request_id)
+WITH id_keys AS (   -- an equi-join (a hash join), not an IN list per pair
+    SELECT a.request_id AS a_id, a.ts AS a_ts, unnest(['chatcmpl-' || a.request_id, 'cmpl-' || a.request_id]) AS key
+    FROM ej_a AS a
+),
+by_id AS (
+    SELECT k.a_id, b.request_id AS b_id, epoch(b.ts) - epoch(k.a_ts) AS delta_s, 'id' AS method
+    FROM id_keys AS k JOIN ej_b AS b ON b.request_id = k.key
 )
 SELECT * FROM by_id
 UNION ALL
@@ -63,10 +75,11 @@ SELECT a.request_id, b.request_id, epoch(b.ts) - epoch(a.ts),
        CASE WHEN a.a_node IS NOT NULL AND (b.prefill_node IS NOT NULL OR b.decode_node IS NOT NULL) THEN 'time+node'
             WHEN a.prompt_tokens IS NOT NULL THEN 'time+tokens'
             ELSE 'time' END
-FROM ej_a AS a, __join__ AS j, ej_b AS b
-WHERE b.ts + to_microseconds(CAST(round((b.b_gran + j.tolerance_s) * 1e6) AS BIGINT)) >= a.ts
-  AND b.ts <= a.ts + to_microseconds(CAST(round((a.a_gran + j.tolerance_s) * 1e6) AS BIGINT))
-  AND (a.a_node IS NULL OR (b.prefill_node IS NULL AND b.decode_node IS NULL)
+FROM (SELECT a.*, unnest(range(epoch_us(a.ts) // k.w_us - 1, epoch_us(a.a_hi) // k.w_us + 1)) AS bucket
+      FROM ej_a AS a, ej_width AS k) AS a
+JOIN (SELECT b.*, epoch_us(b.ts) // k.w_us AS bucket FROM ej_b AS b, ej_width AS k) AS b
+  ON b.bucket = a.bucket AND b.b_hi >= a.ts AND b.ts <= a.a_hi
+WHERE (a.a_node IS NULL OR (b.prefill_node IS NULL AND b.decode_node IS NULL)
        OR a.a_node = b.prefill_node OR a.a_node = b.decode_node)
   AND (a.prompt_tokens IS NULL OR b.prompt_tokens = a.prompt_tokens)
   AND a.request_id NOT IN (SELECT a_id FROM by_id)
@@ -180,6 +193,7 @@ SELECT * FROM ej_merged;
 DROP TABLE ej_a;
 DROP TABLE ej_b;
 DROP TABLE ej_pairs;
+DROP TABLE ej_width;
 DROP TABLE ej_result;
 DROP TABLE ej_counted;
 DROP TABLE ej_merged;
