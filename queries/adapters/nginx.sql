@@ -11,7 +11,11 @@
 -- closed the connection), upstream_status (may list retries: "502, 200"), upstream_addr, the request id
 -- ($upstream_http_x_request_id, else $http_x_request_id, else $request_id: the engine's id first), request_method, request_uri / uri, and headers the operator logs
 -- for the model or the customer (http_x_model, http_x_customer_id, http_x_user_id, ...). nginx logs a
--- request when it ends: start = log time - request_time. nginx never sees token counts: candidates.
+-- request when it ends: start = log time - request_time, to the millisecond with $msec, else to the second
+-- (ts_granularity_s = 1). nginx never sees token counts: candidates. vLLM with --enable-request-id-headers
+-- answers a request without X-Request-Id with a fresh uuid4 that is not the id it logs, so
+-- $upstream_http_x_request_id joins by id only when nginx (or the client) sent the id
+-- (`proxy_set_header X-Request-Id $request_id`: vLLM then logs chatcmpl-<id>); otherwise by time.
 WITH parsed AS (
     SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
@@ -26,6 +30,7 @@ WITH parsed AS (
 fields AS (
     SELECT p.*,
         coalesce(nullif(kvir_text(p.j.msec), '-'), nullif(kvir_text(p.j.time_iso8601), '-'), nullif(kvir_text(p.j.time_local), '-')) AS time_text,
+        kvir_parse_ts(nullif(kvir_text(p.j.msec), '-'), NULL, 0) AS t_msec,
         coalesce(kvir_parse_ts(nullif(kvir_text(p.j.msec), '-'), NULL, 0),
                  CASE WHEN kvir_ts_kind(nullif(kvir_text(p.j.time_iso8601), '-')) = 'offset'
                       THEN kvir_parse_ts(nullif(kvir_text(p.j.time_iso8601), '-'), NULL, NULL) END,
@@ -61,6 +66,8 @@ SELECT
     f.text AS raw,
     coalesce(f.rid0, 'nginx:' || f.node || ':' || f.line_no) AS request_id,
     f.t_log - coalesce(kvir_span(greatest(f.request_time_s, 0)), INTERVAL 0 SECOND) AS ts,
+    -- $msec is the log time to the millisecond; $time_iso8601 and $time_local only to the second
+    CASE WHEN f.t_msec IS NOT NULL THEN 0 ELSE 1 END AS ts_granularity_s,
     f.t_log AS ts_end,
     f.account AS account_id,
     coalesce(f.model0, f.served_model) AS model,

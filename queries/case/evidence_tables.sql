@@ -19,15 +19,19 @@ CREATE TABLE IF NOT EXISTS evidence_joins (
     pass VARCHAR,                 -- candidate: no prompt length; identity: a gateway's customer id
     request_id VARCHAR,           -- the joined request as that source names it
     ts TIMESTAMPTZ,
-    status VARCHAR,               -- matched | missed | ambiguous | not-joinable
+    status VARCHAR,               -- matched | ambiguous | unmatched
     partners INTEGER,             -- requests with counts within the tolerance (after the keys)
     partner_request_id VARCHAR,   -- the request it was merged into (matched only)
-    method VARCHAR,               -- time, time+node, time+tokens
+    method VARCHAR,               -- id, time, time+node, time+tokens
     tolerance_s DOUBLE,
     delta_s DOUBLE,               -- partner ts - ts (matched only)
     account_id VARCHAR,           -- the customer id the join attached (identity and gateway candidates)
     note VARCHAR
 );
+-- the partners it could be (the one it was merged into, when matched), and whether it stays a request of
+-- its own (unmatched: yes; matched: merged; ambiguous: only where its island has more records than partners)
+ALTER TABLE evidence_joins ADD COLUMN IF NOT EXISTS candidate_ids VARCHAR[];
+ALTER TABLE evidence_joins ADD COLUMN IF NOT EXISTS counted BOOLEAN;
 CREATE TABLE IF NOT EXISTS metric_samples (
     source_id INTEGER, source_line BIGINT,
     metric VARCHAR,               -- histogram family, e.g. vllm:request_prompt_tokens

@@ -31,9 +31,14 @@ SELECT
     (SELECT count(DISTINCT decode_node) FROM affected) AS decode_nodes,
     -- joining evidence (case/evidence_join): candidates and gateway identities
     (SELECT count(*) FROM evidence_joins WHERE status = 'matched') AS join_matched,
-    (SELECT count(*) FROM evidence_joins WHERE status = 'missed') AS join_missed,
+    (SELECT count(*) FROM evidence_joins WHERE status = 'unmatched') AS join_unmatched,
     (SELECT count(*) FROM evidence_joins WHERE status = 'ambiguous') AS join_ambiguous,
+    -- ambiguous records another source holds under another id: not requests of their own
+    (SELECT count(*) FROM evidence_joins WHERE status = 'ambiguous' AND NOT counted) AS join_ambiguous_held,
     (SELECT max(tolerance_s) FROM evidence_joins) AS join_tolerance_s,
+    -- records joined by id need no time: the median time between them shows a source read in the wrong zone
+    (SELECT median(delta_s) FROM evidence_joins
+     WHERE status = 'matched' AND method = 'id' AND partner_request_id <> request_id) AS join_id_delta_s,
     -- aggregate finding (triage/aggregate_bounds): bounds from Prometheus histograms, not requests
     (SELECT count(*) FROM aggregate_findings) AS aggregate_series,
     (SELECT sum(lower) FROM aggregate_findings) AS aggregate_lower,

@@ -59,7 +59,7 @@ def test_candidates_and_identities_are_joined_and_reported(run_fixture):
     assert rows == [
         # G1 10:00:00.400 with 681,281 tokens -> e1 (10:00:00.000, 681,281); G2 has no engine partner
         ("cloudflare-gateway", "identity", "01GWJ1", "matched", 1, "e1", "time+tokens", -0.4, 2.0),
-        ("cloudflare-gateway", "identity", "01GWJ2", "missed", 0, None, None, None, 2.0),
+        ("cloudflare-gateway", "identity", "01GWJ2", "unmatched", 0, None, None, None, 2.0),
         # Logpush 10:10:00.300 -> e2; 10:30:00.100 -> e5
         ("cloudflare-logpush", "candidate", "logpush:logpush:1", "matched", 1, "e2", "time", -0.3, 2.0),
         ("cloudflare-logpush", "candidate", "logpush:logpush:2", "matched", 1, "e5", "time", -0.1, 2.0),
@@ -67,26 +67,35 @@ def test_candidates_and_identities_are_joined_and_reported(run_fixture):
         # R9 at 11:00:00 has nothing
         ("sglang-router", "candidate", "chatcmpl-R1", "matched", 1, "e1", "time", 0.2, 2.0),
         ("sglang-router", "candidate", "chatcmpl-R3", "ambiguous", 2, None, "time", None, 2.0),
-        ("sglang-router", "candidate", "chatcmpl-R9", "missed", 0, None, None, None, 2.0),
+        ("sglang-router", "candidate", "chatcmpl-R9", "unmatched", 0, None, None, None, 2.0),
     ]
     s = r.summary
-    assert (s["join_matched"], s["join_missed"], s["join_ambiguous"], s["join_tolerance_s"]) == (4, 2, 1, 2.0)
+    assert (s["join_matched"], s["join_unmatched"], s["join_ambiguous"], s["join_tolerance_s"]) == (4, 2, 1, 2.0)
+    # R3 is one of e3, e4 (one record over two requests): another source holds it, so it is no request of its
+    # own; R9 and G2 have no partner: requests of their own
+    assert s["join_ambiguous_held"] == 1
+    own = dict(r.case.con.execute("SELECT request_id, counted FROM evidence_joins").fetchall())
+    assert own == {"01GWJ1": False, "01GWJ2": True, "logpush:logpush:1": False, "logpush:logpush:2": False,
+                   "chatcmpl-R1": False, "chatcmpl-R3": False, "chatcmpl-R9": True}
+    assert r.case.con.execute("SELECT candidate_ids FROM evidence_joins WHERE request_id = 'chatcmpl-R3'").fetchone() \
+        == (["e3", "e4"],)
     assert r.outputs["evidence_joins.csv"].read_text().count("\n") == 1 + 7
     e1 = r.case.con.execute("SELECT n_records, source_ids, join_method, joined_ids, http_status FROM requests "
                             "WHERE request_id = 'e1'").fetchone()
     assert e1[0] == 3 and len(e1[1]) == 3 and e1[2] == "time+tokens,time" and e1[3] == ["01GWJ1", "chatcmpl-R1"]
-    # the ambiguous and missed candidates stay requests of their own: undecidable, never dropped
+    # the unmatched candidate stays a request of its own (undecidable); the held one stays in records
     assert set(r.case.df("SELECT request_id FROM triage_hits WHERE category = 'undecidable'")["request_id"]) == \
-        {"chatcmpl-R3", "chatcmpl-R9"}
+        {"chatcmpl-R9"}
+    assert r.case.con.execute("SELECT count(*) FROM records WHERE request_id = 'chatcmpl-R3'").fetchone()[0] == 1
 
 
 def test_join_tolerance_is_an_option(run_fixture):
     r = run_fixture("join", source_tz="UTC", join_tolerance_s=0.15)
     st = dict(r.case.con.execute("SELECT request_id, status FROM evidence_joins").fetchall())
     # within 0.15 s only the Logpush record 0.1 s from e5 still matches
-    assert st == {"01GWJ1": "missed", "01GWJ2": "missed", "logpush:logpush:1": "missed",
-                  "logpush:logpush:2": "matched", "chatcmpl-R1": "missed", "chatcmpl-R3": "missed",
-                  "chatcmpl-R9": "missed"}
+    assert st == {"01GWJ1": "unmatched", "01GWJ2": "unmatched", "logpush:logpush:1": "unmatched",
+                  "logpush:logpush:2": "matched", "chatcmpl-R1": "unmatched", "chatcmpl-R3": "unmatched",
+                  "chatcmpl-R9": "unmatched"}
 
 
 def test_vllm_candidates_join_bodies_by_shared_id(run_fixture, tmp_path):

@@ -94,7 +94,10 @@ def test_cli_triage_format_auto_on_a_folder_mixing_every_format(tmp_path):
     import pyarrow.parquet as pq
 
     affected = set(pq.read_table(case / "affected.parquet").column("request_id").to_pylist())
-    assert affected == set().union(*AFFECTED.values())
+    # mixed together, LiteLLM's chatcmpl-l6 (00:00:00.000, 681,281 tokens, a customer) falls within 2 s of
+    # SGLang's d7 and d8 (681,281 tokens each, no customer): it is one of them, so it is not counted again
+    # (evidence_joins: ambiguous, not a request of its own), and d7 stays the affected response
+    assert affected == set().union(*AFFECTED.values()) - {"chatcmpl-l6"}
     summary = result["summary"]
     assert summary["affected"] == len(affected)
     assert summary["possibly_affected"] == len(POSSIBLY_AFFECTED)

