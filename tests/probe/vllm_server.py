@@ -26,6 +26,8 @@ MAKE_MODEL = ROOT / "tests" / "fixtures" / "generate" / "make_tiny_llama.py"
 SERVED_NAME = "tiny-llama"
 MAX_MODEL_LEN = 2048
 READY_TIMEOUT_S = float(os.environ.get("VLLM_READY_TIMEOUT_S", "420"))
+# prefix caching on (vLLM's default, said explicitly) and cached tokens reported in usage.prompt_tokens_details
+PREFIX_CACHE_ARGS = ("--enable-prefix-caching", "--enable-prompt-tokens-details")
 
 
 def free_port() -> int:
