@@ -11,23 +11,15 @@ from __future__ import annotations
 
 import pytest
 
-from .vllm_server import PREFIX_CACHE_ARGS, SERVED_NAME, build_tiny_model, start_vllm, stop_vllm, vllm_available
+from .vllm_server import PREFIX_CACHE_ARGS, SERVED_NAME, tiny_vllm
 
 pytestmark = pytest.mark.realserver
 
 
 @pytest.fixture(scope="module")
 def vllm_prefix(tmp_path_factory):
-    why = vllm_available()
-    if why:
-        pytest.skip(why)
-    base = tmp_path_factory.mktemp("vllm-prefix")
-    srv = start_vllm(build_tiny_model(base / "tiny-llama"), base / "server.log", base / "cache",
-                     extra_args=PREFIX_CACHE_ARGS)
-    try:
+    with tiny_vllm(tmp_path_factory.mktemp("vllm-prefix"), PREFIX_CACHE_ARGS) as srv:
         yield srv
-    finally:
-        stop_vllm(srv)
 
 
 def _probe(srv, keys, salt):

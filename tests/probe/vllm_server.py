@@ -132,6 +132,22 @@ def _wait_ready(srv: VllmServer, t0: float) -> None:
         raise RuntimeError(f"warm-up completion failed: HTTP {status} {body[:300]!r}")
 
 
+@contextlib.contextmanager
+def tiny_vllm(base: Path, extra_args: tuple[str, ...] | list[str] = ()):
+    """The realserver tests' server: the tiny Llama under `base`, started, yielded, stopped (skips the test
+    when no vLLM is installed)."""
+    import pytest
+
+    why = vllm_available()
+    if why:
+        pytest.skip(why)
+    srv = start_vllm(build_tiny_model(base / "tiny-llama"), base / "server.log", base / "cache", extra_args=extra_args)
+    try:
+        yield srv
+    finally:
+        stop_vllm(srv)
+
+
 def stop_vllm(srv: VllmServer, timeout_s: float = 30.0) -> int | None:
     """SIGTERM the process group (API server and engine share it), SIGKILL what is left; the server's exit
     status."""
