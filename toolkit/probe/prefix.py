@@ -30,7 +30,6 @@ from kvir.probe.context import Context, Sent
 from kvir.probe.result import EXPOSED, INCONCLUSIVE, NOT_EXPOSED, CheckResult, Finding
 
 CHECK = "prefix-isolation"
-SALT_MODES = ("none", "per-tenant")
 
 
 def prefix_tokens(ctx: Context) -> int:
