@@ -80,3 +80,14 @@ def test_timing_fallback_when_no_cached_tokens_are_reported(cache, finding, keys
     assert c.verdict == "inconclusive" and r.verdict == "inconclusive"
     assert c.stats["judged_by"].startswith("paired timing") and c.stats["pairs"] == 6
     assert bool([f for f in c.findings if f.rule_id == "KVIR-P005"]) is finding
+
+
+def test_options_are_checked_and_planned(keys):
+    from kvir.core.errors import KvirError
+
+    with pytest.raises(KvirError, match="--cache-salt"):
+        kvir.probe("http://127.0.0.1:9", checks=("prefix-isolation",), cache_salt="mine", progress=False, **keys)
+    r = kvir.probe("http://127.0.0.1:9", checks=("prefix-isolation",), cache_salt="per-tenant", prefix_rounds=3,
+                   dry_run=True, progress=False, **keys)
+    phase = next(p for p in r.plan["phases"] if p["phase"] == "prefix-isolation")
+    assert phase["requests"] == 12 and "its own cache_salt" in phase["what"] and r.sent == 0

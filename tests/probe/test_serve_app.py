@@ -124,3 +124,11 @@ def test_no_prefix_cache_reports_no_details():
         u = [_complete(c, HA, PROMPT) for _ in range(2)]
         assert c.get("/get_server_info").json()["disable_radix_cache"] is True
     assert "prompt_tokens_details" not in u[1]
+
+
+def test_bad_serve_options_are_refused():
+    from kvir.core.errors import KvirError
+
+    for kw in ({"prefix_cache": "shared"}, {"max_tokens_cap": 0}, {"prefix_cache_blocks": 0}):
+        with pytest.raises(KvirError):
+            ServeConfig(**kw).check()

@@ -61,6 +61,7 @@ def serve_command(
     port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8000,
     tenant: Annotated[Optional[list[str]], typer.Option("--tenant", help="NAME=VAR: the API key in environment variable VAR is tenant NAME (repeatable; without it every key is its own tenant).")] = None,
     prefix_cache: Annotated[str, typer.Option("--prefix-cache", help="off, salted (cache_salt in the block keys) or unsalted (the salt left out: blocks shared across tenants).")] = "off",
+    prefix_cache_blocks: Annotated[Optional[int], typer.Option("--prefix-cache-blocks", help="Prefix-cache capacity in blocks of --page-size tokens (default: the pool's pages); least recently used evicted first.")] = None,
     max_tokens_cap: Annotated[int, typer.Option("--max-tokens-cap", help="Output tokens per request at most.")] = 512,
     usage_from: Annotated[str, typer.Option("--usage-from", help="usage.prompt_tokens as decode counts it (the prompt) or prefill (1 for the stub).")] = "decode",
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
@@ -79,7 +80,7 @@ def serve_command(
         keys[key] = name.strip()
     cfg = ServeConfig(build=build, pool=pool, context=context, decode_pool=decode_pool, page_size=page_size,
                       free_list=free_list, model=model, usage_from=usage_from, tenants=keys,
-                      prefix_cache=prefix_cache, max_tokens_cap=max_tokens_cap)
+                      prefix_cache=prefix_cache, prefix_cache_blocks=prefix_cache_blocks, max_tokens_cap=max_tokens_cap)
     cfg.check()
     b = cfg.resolved()
     if host not in ("127.0.0.1", "localhost", "::1"):
