@@ -256,7 +256,7 @@ ROUTES = (("/v1/completions", completions, "POST"), ("/v1/chat/completions", cha
 
 def create_app(cfg: ServeConfig, engine: ServeEngine | None = None) -> FastAPI:
     eng = engine or ServeEngine(cfg)
-    app = FastAPI(title="kvir serve", version=eng.build.name, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="kvir serve", version=eng.build.name, docs_url=None, redoc_url=None)
     app.state.engine = eng
     app.state.serve = ServeState(cfg, eng)
     for path, fn, method in ROUTES:
