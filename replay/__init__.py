@@ -21,6 +21,8 @@ One role per module:
     models       a small random-weight transformer and the hand-built recall model
     tokens       synthetic token streams derived from request ids
     policy       one policy per build range (sglang-0.5.19, -0.5.20, -0.5.21), kvir's proposal, freed-page fill
+    prefix_cache a prefix cache keyed as vLLM keys its blocks (salted or not), with whose request wrote each
+                 block; replay_prefix_cache re-runs requests through one and says whose blocks each hit
     prefill, transfer, decode, engine   the workers (page-granular transfer) and the engine that joins them
     attribution  one target under several builds, attribution, the causal sentinel check
     history      node history from the case's logs; scaling that keeps admission decisions
@@ -35,9 +37,11 @@ from kvir.replay.engine import PDEngine
 from kvir.replay.models import RecallModel, TinyTransformer, TransformerConfig
 from kvir.replay.page_table import PageTable
 from kvir.replay.policy import KVIR_PROPOSAL, POLICIES, FreedPageFill, Policy, policy_for
+from kvir.replay.prefix_cache import CacheRequest, PrefixCache, PrefixHit, replay_prefix_cache
 from kvir.replay.request import Outcome, ReplayRequest
 from kvir.replay.run import ReplayRun, replay_case
 
 __all__ = ["EngineConfig", "ModelDims", "NodeLimits", "PDEngine", "RecallModel", "TinyTransformer",
            "TransformerConfig", "PageTable", "FreedPageFill", "KVIR_PROPOSAL", "POLICIES", "Policy", "policy_for",
-           "Outcome", "ReplayRequest", "ReplayRun", "replay_case"]
+           "Outcome", "ReplayRequest", "ReplayRun", "replay_case", "CacheRequest", "PrefixCache", "PrefixHit",
+           "replay_prefix_cache"]

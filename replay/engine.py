@@ -75,22 +75,15 @@ class PDEngine:
 
         An Outcome with http_status None means the decode node had no room yet (the caller retries after
         a finish). `before_decode(engine, state)` runs after the transfer, before the first decode step
-        (the causal check swaps an owner's pages for sentinels there)."""
+        (the causal check swaps an owner's pages for sentinels there). What a build does differently is
+        the policy's to say (Policy.after_forward, on_receive, checksum_in_effect, decode_check)."""
         policy = policy or LEAKING
         uid = self.registry.uid(req.rid, req.account)
-        L = req.prompt_len
-        plim = req.prefill_limits or self.config.prefill
         out = Outcome(req.rid, policy.name, None, "waiting")
-        if L >= plim.context_len:
-            out.http_status, out.stage = 400, "tokenizer"
-            out.reason = f"The input ({L} tokens) is longer than the model's context length ({plim.context_len} tokens)."
-            return out
-        if L < 1:
-            out.http_status, out.stage, out.reason = 400, "tokenizer", "empty prompt"
-            return out
-        rejected = self.decode.validate(L)
-        if rejected:
-            out.http_status, out.stage, out.reason = rejected
+        plim = req.prefill_limits or self.config.prefill
+        refused = self._refused_before_prefill(req.prompt_len, plim.context_len)
+        if refused:
+            out.http_status, out.stage, out.reason = refused
             return out
         prompt = self.prompt_of(req)
         intake = self.prefill.intake(prompt, policy, plim)
@@ -99,73 +92,100 @@ class PDEngine:
             out.http_status, out.stage, out.reason = intake.status, intake.stage, intake.reason
             return out
         step = self.next_step()
-        st = self.decode.preallocate(uid, req.rid, L, L + max(0, req.completion_len - 1), step)
+        st = self.decode.preallocate(uid, req.rid, req.prompt_len, req.prompt_len + max(0, req.completion_len - 1), step)
         if st is None:
             return out                                    # waiting for decode memory
         if attribution:
             self.decode_node.seal_previous(st.pages)      # what the previous tenants left, hashed
+        xfer = self._prefill_and_send(intake, policy, uid, st, out, step)
+        if xfer is None:
+            return out
+        if not self._receive(xfer, policy, st, out, req.prompt_len):
+            return out
+        if before_decode is not None:
+            before_decode(self, st)
+        if self._decode(req, prompt, policy, st, xfer.first_token, out, attribution):
+            out.http_status, out.stage = 200, "served"
+        return out
+
+    def _refused_before_prefill(self, L: int, context_len: int) -> tuple[int, str, str] | None:
+        """The tokenizer's and decode's own refusals (every build)."""
+        if L >= context_len:
+            return 400, "tokenizer", f"The input ({L} tokens) is longer than the model's context length ({context_len} tokens)."
+        if L < 1:
+            return 400, "tokenizer", "empty prompt"
+        return self.decode.validate(L)
+
+    def _prefill_and_send(self, intake, policy: Policy, uid: int, st: DecodeState, out: Outcome, step: int):
+        """The forward (in the step decode pre-allocated in), then the transfer of its pages; None when the
+        request ends here (no prefill room: out stays waiting; or the build retires it after the forward)."""
         fwd = self.prefill.forward(intake, uid, step)
         if fwd is None:
             self.decode.release(st, step)
-            return out
+            return None
         assert fwd.tokens is not None and fwd.pages is not None and fwd.first_token is not None
         self.prefill_live[uid] = fwd.pages
-        out.prefill_tokens = int(fwd.tokens.size)
-        out.reason = fwd.reason
-        if fwd.retire_after_forward:
-            # 0.5.20: _retire_aborted_prefill_result after the forward: sender aborted, no transfer, 400
-            step = self.next_step()
-            self.prefill_live.pop(uid, None)
-            self.prefill.release(fwd, uid, step)
+        out.prefill_tokens, out.reason = int(fwd.tokens.size), fwd.reason
+        ends = policy.after_forward(fwd.aborted_at_intake, fwd.reason)
+        if ends is not None:                              # 0.5.20: sender aborted, no transfer
+            self._release_prefill(fwd, uid)
             out.transferred_tokens = 0
-            return self._abort(out, st, 400, "prefill-retired-after-forward", fwd.reason)
+            self._abort(out, st, *ends)
+            return None
         xfer = self.transfer.send(self.prefill_node, fwd.pages, self.decode_node, st.pages, int(fwd.tokens.size),
                                   uid, fwd.first_token, self.next_step())
+        self._release_prefill(fwd, uid)
+        out.transferred_tokens, out.transferred_pages, out.carried_foreign = xfer.n_tokens, xfer.pages, xfer.carried_foreign
+        return xfer
+
+    def _release_prefill(self, fwd, uid: int) -> None:
         step = self.next_step()
         self.prefill_live.pop(uid, None)
         self.prefill.release(fwd, uid, step)
-        out.transferred_tokens = xfer.n_tokens
-        out.transferred_pages = xfer.pages
-        out.carried_foreign = xfer.carried_foreign
-        verdict = None
-        if self.checksum_mode != "off" and not policy.has_checksum:
-            out.checksum = "not in this build"
-        elif self.checksum_mode != "off":
-            verdict = self.transfer.verify(self.decode_node, st.pages, xfer, L)
-            out.checksum = verdict
-        if policy.decode_checks_token_count and xfer.n_tokens != L:
-            return self._abort(out, st, 400, "decode-token-count",
-                               f"transfer carried {xfer.n_tokens} token(s) for a {L}-token prompt")
-        if verdict is not None and verdict != "ok" and self.checksum_mode == "enforce":
-            return self._abort(out, st, 500, "checksum", f"Decode transfer failed for request {req.rid}: {verdict}")
-        if before_decode is not None:
-            before_decode(self, st)
-        canary = self.canary_mode if policy.has_canary else "off"
-        check_mode = "mask" if policy.kernel_checks_ownership else ({"log": "count", "raise": "raise"}.get(canary))
+
+    def _receive(self, xfer, policy: Policy, st: DecodeState, out: Outcome, L: int) -> bool:
+        """Decode's checks of what arrived: the checksum (builds with the flag) and the policy's own."""
+        mode, note = policy.checksum_in_effect(self.checksum_mode)
+        verdict = self.transfer.verify(self.decode_node, st.pages, xfer, L) if mode != "off" else None
+        out.checksum = note or verdict
+        refused = policy.on_receive(xfer.n_tokens, L)
+        if refused is not None:
+            self._abort(out, st, *refused)
+            return False
+        if verdict is not None and verdict != "ok" and mode == "enforce":
+            self._abort(out, st, 500, "checksum", f"Decode transfer failed for request {out.rid}: {verdict}")
+            return False
+        return True
+
+    def _decode(self, req: ReplayRequest, prompt: np.ndarray, policy: Policy, st: DecodeState, first_token: int,
+                out: Outcome, attribution: bool) -> bool:
+        """The decode steps (kernel, then teacher-forced), canary reports and attribution; False: aborted."""
+        L = req.prompt_len
+        check_mode, note = policy.decode_check(self.canary_mode)
         out.decode_seq_len = L + 1
         try:
-            tokens = self.decode.run(st, xfer.first_token, req.kernel_steps, self.next_step, check_mode=check_mode,
+            tokens = self.decode.run(st, first_token, req.kernel_steps, self.next_step, check_mode=check_mode,
                                      attribution=attribution)
         except IsolationViolation as e:
             out.canary, out.canary_slots = f"violation: {e}", e.slots
-            return self._abort(out, st, 500, "canary", str(e))
+            self._abort(out, st, 500, "canary", str(e))
+            return False
         if req.kernel_steps < req.completion_len - 1:
             # the rest of the logged response, teacher-forced from the synthetic response stream
             tail = synthetic_tokens(req.rid, L + req.kernel_steps, req.completion_len - 1 - req.kernel_steps, self.model.vocab)
             seq = np.concatenate([prompt[:L], np.asarray(tokens[:-1], dtype=np.int64), tail])
             self.decode.teacher_force(st, seq, L + req.kernel_steps, self.next_step())
         out.tokens = tokens
-        out.http_status, out.stage = 200, "served"
         out.foreign_reads = st.foreign_reads
-        if self.canary_mode != "off" and not policy.has_canary:
-            out.canary = "not in this build"
+        if note:
+            out.canary = note
         elif self.canary_mode != "off" and check_mode in ("count", "raise"):
             out.canary_slots = st.foreign_reads
             out.canary = "clean" if st.foreign_reads == 0 else (
                 f"violation: read {st.foreign_reads} slot(s) this request did not write in its tenancy")
         if attribution:
             self._attribute(out, st)
-        return out
+        return True
 
     def finish(self, rid: str) -> None:
         uid = self.registry.get(rid)

@@ -55,6 +55,36 @@ class Policy:
         """The over-long stub reaches decode (HTTP 200 over pages nobody wrote)."""
         return self.over_long == "forwarded-transferred"
 
+    # ---- what the engine asks the policy at each stage (replay/engine.py holds no build's branch)
+    def after_forward(self, aborted_at_intake: bool, reason: str) -> tuple[int, str, str] | None:
+        """(status, stage, reason) when the build ends a forwarded request here (0.5.20 retires the stub
+        after its forward, without a transfer); None: it goes on to the transfer."""
+        if aborted_at_intake and self.over_long == "retired-after-forward":
+            return 400, "prefill-retired-after-forward", reason
+        return None
+
+    def on_receive(self, transferred_tokens: int, prompt_len: int) -> tuple[int, str, str] | None:
+        """(status, stage, reason) when decode refuses what arrived (kvir's proposal checks the token count)."""
+        if self.decode_checks_token_count and transferred_tokens != prompt_len:
+            return 400, "decode-token-count", f"transfer carried {transferred_tokens} token(s) for a {prompt_len}-token prompt"
+        return None
+
+    def checksum_in_effect(self, requested: str) -> tuple[str, str | None]:
+        """The checksum mode this build runs with, and what to report when it lacks the flag."""
+        if requested != "off" and not self.has_checksum:
+            return "off", "not in this build"
+        return requested, None
+
+    def decode_check(self, canary: str) -> tuple[str | None, str | None]:
+        """The decode kernel's ownership check (mask | count | raise | None) for the requested canary mode,
+        and what to report when the build lacks --kv-canary."""
+        note = "not in this build" if canary != "off" and not self.has_canary else None
+        if self.kernel_checks_ownership:
+            return "mask", note
+        if note:
+            return None, note
+        return {"log": "count", "raise": "raise"}.get(canary), None
+
 
 def _from_table(name: str) -> Policy:
     row = TABLE.policy_row(name)

@@ -75,7 +75,7 @@ class PrefillWorker:
                                  aborted_at_intake=aborted)
         reason = input_too_long(L, lim.max_req_input_len) if aborted else ""
         return PrefillResult(None, "prefill", reason, tokens=tokens, aborted_at_intake=aborted,
-                             retire_after_forward=aborted and policy.over_long == "retired-after-forward")
+                             retire_after_forward=policy.after_forward(aborted, reason) is not None)
 
     def forward(self, res: PrefillResult, uid: int, step: int) -> PrefillResult | None:
         """Compute and store the KV of res.tokens; None when the prefill pool has no room (caller waits)."""

@@ -18,31 +18,23 @@ from pathlib import Path
 
 import pytest
 
-from .vllm_server import ENV_SHOWN, MAX_MODEL_LEN, SERVED_NAME, build_tiny_model, start_vllm, stop_vllm, vllm_available
+from .vllm_server import ENV_SHOWN, MAX_MODEL_LEN, SERVED_NAME, tiny_vllm
 
 pytestmark = pytest.mark.realserver
 
 
 @pytest.fixture(scope="module")
 def vllm(tmp_path_factory):
-    why = vllm_available()
-    if why:
-        pytest.skip(why)
-    base = tmp_path_factory.mktemp("vllm")
-    model = build_tiny_model(base / "tiny-llama")
-    srv = start_vllm(model, base / "server.log", base / "cache")
-    try:
+    with tiny_vllm(tmp_path_factory.mktemp("vllm")) as srv:
         yield srv
-    finally:
-        stop_vllm(srv)
-        capture = os.environ.get("KVIR_CAPTURE_VLLM_LOGS")
-        if capture:
-            out = Path(capture)
-            out.mkdir(parents=True, exist_ok=True)
-            shutil.copy(srv.log_path, out / "server.log")
-            (out / "command.json").write_text(json.dumps({
-                "command": [Path(srv.command[0]).name, *srv.command[1:]],
-                "env": {k: srv.env[k] for k in ENV_SHOWN}, "ready_s": round(srv.ready_s, 1)}, indent=2) + "\n")
+    capture = os.environ.get("KVIR_CAPTURE_VLLM_LOGS")
+    if capture:
+        out = Path(capture)
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy(srv.log_path, out / "server.log")
+        (out / "command.json").write_text(json.dumps({
+            "command": [Path(srv.command[0]).name, *srv.command[1:]],
+            "env": {k: srv.env[k] for k in ENV_SHOWN}, "ready_s": round(srv.ready_s, 1)}, indent=2) + "\n")
 
 
 @pytest.fixture(scope="module")

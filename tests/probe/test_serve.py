@@ -55,9 +55,9 @@ def test_api_shapes_and_errors():
         assert c.get("/server_info").json()["version"] == "0.5.20+kvir.replay"     # fixed: the first fixed build
         assert c.get("/v1/models").json()["data"][0]["max_model_len"] == 1024
         assert c.get("/health").status_code == 200
-        assert c.post("/tokenize", json={"prompt": "hello"}).json()["count"] == 6
-        assert c.post("/v1/completions", json={"prompt": "hi"}).status_code == 401          # no key
         h = {"Authorization": "Bearer k1"}
+        assert c.post("/tokenize", json={"prompt": "hello"}, headers=h).json()["count"] == 6
+        assert c.post("/v1/completions", json={"prompt": "hi"}).status_code == 401          # no key
         r = c.post("/v1/completions", json={"prompt": "x" * 505, "max_tokens": 4}, headers=h)   # 506 tokens: refused
         assert r.status_code == 400 and r.json()["object"] == "error" and r.json()["code"] == 400
         r = c.post("/v1/completions", json={"prompt": "abcdefgh", "max_tokens": 5}, headers=h).json()

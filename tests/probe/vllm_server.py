@@ -26,6 +26,8 @@ MAKE_MODEL = ROOT / "tests" / "fixtures" / "generate" / "make_tiny_llama.py"
 SERVED_NAME = "tiny-llama"
 MAX_MODEL_LEN = 2048
 READY_TIMEOUT_S = float(os.environ.get("VLLM_READY_TIMEOUT_S", "420"))
+# prefix caching on (vLLM's default, said explicitly) and cached tokens reported in usage.prompt_tokens_details
+PREFIX_CACHE_ARGS = ("--enable-prefix-caching", "--enable-prompt-tokens-details")
 
 
 def free_port() -> int:
@@ -129,6 +131,22 @@ def _wait_ready(srv: VllmServer, t0: float, served_name: str = SERVED_NAME) -> N
                         timeout=120)
     if status != 200:
         raise RuntimeError(f"warm-up completion failed: HTTP {status} {body[:300]!r}")
+
+
+@contextlib.contextmanager
+def tiny_vllm(base: Path, extra_args: tuple[str, ...] | list[str] = ()):
+    """The realserver tests' server: the tiny Llama under `base`, started, yielded, stopped (skips the test
+    when no vLLM is installed)."""
+    import pytest
+
+    why = vllm_available()
+    if why:
+        pytest.skip(why)
+    srv = start_vllm(build_tiny_model(base / "tiny-llama"), base / "server.log", base / "cache", extra_args=extra_args)
+    try:
+        yield srv
+    finally:
+        stop_vllm(srv)
 
 
 def stop_vllm(srv: VllmServer, timeout_s: float = 30.0) -> int | None:

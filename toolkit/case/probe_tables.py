@@ -11,7 +11,7 @@ from kvir.core.jsonable import dumps
 EVENT_COLUMNS = ("seq", "check", "purpose", "label", "tenant", "request_id", "response_id", "path", "stream",
                  "target_tokens", "sent_tokens", "exact", "max_tokens", "http_status", "attempts", "error",
                  "error_kind", "prompt_tokens", "completion_tokens", "latency_s", "prompt_sha256", "output_sha256",
-                 "output_chars")
+                 "output_chars", "cached_tokens")
 
 
 def _ts(iso: str | None) -> dt.datetime | None:

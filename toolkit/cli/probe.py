@@ -34,6 +34,14 @@ canary. A fragment found is exposure, reported with the request ids.
 timing (--timing): a paired prefix-cache timing test between the tenants,
 reported with its statistics; never proof on its own.
 
+prefix-isolation (--checks prefix-isolation): tenant A primes a fresh prompt
+and repeats it (the repeat must hit the cache, else inconclusive); tenant B
+sends the same prompt and must get no more cached tokens than a fresh prompt
+(usage.prompt_tokens_details.cached_tokens; paired timing where the server
+does not report it, never proof). --cache-salt per-tenant sends each tenant
+its own cache_salt (the engine's salt isolation); none (default) sends none
+(the deployment as its callers use it).
+
 Keys come only from environment variables (--api-key-env, --tenant-b-key-env,
 --header-env), never from the command line, and never appear in the output.
 With one key the tenants differ only by the `user` field. Prompt, canary and
@@ -65,8 +73,11 @@ def probe_command(
     header_env: Annotated[Optional[list[str]], typer.Option("--header-env", help="Header from an environment variable: 'Name=VAR' (repeatable).")] = None,
     api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="Variable holding tenant A's API key (also B's without --tenant-b-key-env).")] = None,
     tenant_b_key_env: Annotated[Optional[str], typer.Option("--tenant-b-key-env", help="Variable holding tenant B's API key.")] = None,
-    checks: Annotated[str, typer.Option("--checks", help="Comma-separated: length, canary, timing.")] = "length,canary",
+    checks: Annotated[str, typer.Option("--checks", help="Comma-separated: length, canary, timing, prefix-isolation.")] = "length,canary",
     timing: Annotated[bool, typer.Option("--timing", help="Add the prefix-cache timing check.")] = False,
+    cache_salt: Annotated[str, typer.Option("--cache-salt", help="prefix-isolation: none, or per-tenant (a fresh cache_salt for each tenant).")] = "none",
+    prefix_tokens: Annotated[int, typer.Option("--prefix-tokens", help="prefix-isolation: prompt tokens (at most half the limit).")] = 512,
+    prefix_rounds: Annotated[int, typer.Option("--prefix-rounds", help="prefix-isolation: rounds of fresh prompts.")] = 2,
     tokenizer: Annotated[Optional[Path], typer.Option("--tokenizer", help="A local tokenizer.json instead of the server's /tokenize.")] = None,
     max_requests: Annotated[int, typer.Option("--max-requests", help="At most this many HTTP attempts, retries included.")] = 200,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Requests in flight at once.")] = 4,
@@ -90,7 +101,8 @@ def probe_command(
     with ProgressBar(enabled=not quiet and not dry_run) as bar:
         result = probe(endpoint, model, pool=pool, context=context, engine=engine, api=api,
                        headers=tuple(header or ()), header_env=tuple(header_env or ()), api_key_env=api_key_env,
-                       tenant_b_key_env=tenant_b_key_env, checks=names,
+                       tenant_b_key_env=tenant_b_key_env, checks=names, cache_salt=cache_salt,
+                       prefix_tokens=prefix_tokens, prefix_rounds=prefix_rounds,
                        tokenizer=str(tokenizer) if tokenizer else None, max_requests=max_requests,
                        concurrency=concurrency, timeout_s=timeout, retries=retries, deadline_s=deadline,
                        max_tokens=max_tokens, canary_max_tokens=canary_max_tokens, canary_rounds=canary_rounds,

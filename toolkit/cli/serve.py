@@ -31,6 +31,16 @@ The KV pools persist across requests, so a leaking build returns the text of
 whichever tenant last wrote the pages it reads: the model is the replay's
 recall model, and a normal request echoes its own prompt. Each request's log
 line says whose KV it read (tenants and slot counts, never text).
+
+--prefix-cache adds a prefix cache keyed as vLLM keys its blocks: salted (the
+request's cache_salt in the first block's key: tenants with their own salts
+never share blocks), unsalted (the salt accepted but not in the key, the
+connector defect: `kvir probe --checks prefix-isolation` fails on it) or off.
+usage.prompt_tokens_details.cached_tokens reports each hit, and the log line
+says whose cached blocks it read.
+
+One request never holds the server for long: output is capped at
+--max-tokens-cap tokens (a larger max_tokens is served up to the cap).
 """
 
 
@@ -50,6 +60,9 @@ def serve_command(
     host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8000,
     tenant: Annotated[Optional[list[str]], typer.Option("--tenant", help="NAME=VAR: the API key in environment variable VAR is tenant NAME (repeatable; without it every key is its own tenant).")] = None,
+    prefix_cache: Annotated[str, typer.Option("--prefix-cache", help="off, salted (cache_salt in the block keys) or unsalted (the salt left out: blocks shared across tenants).")] = "off",
+    prefix_cache_blocks: Annotated[Optional[int], typer.Option("--prefix-cache-blocks", help="Prefix-cache capacity in blocks of --page-size tokens (default: the pool's pages); least recently used evicted first.")] = None,
+    max_tokens_cap: Annotated[int, typer.Option("--max-tokens-cap", help="Output tokens per request at most.")] = 512,
     usage_from: Annotated[str, typer.Option("--usage-from", help="usage.prompt_tokens as decode counts it (the prompt) or prefill (1 for the stub).")] = "decode",
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
     threads: Annotated[int, typer.Option("--threads", help="torch threads (small requests spend their time in per-operation overhead: one is fastest).")] = 1,
@@ -66,15 +79,16 @@ def serve_command(
             raise KvirError(f"environment variable {var.strip()} is not set (or empty)", key="--tenant")
         keys[key] = name.strip()
     cfg = ServeConfig(build=build, pool=pool, context=context, decode_pool=decode_pool, page_size=page_size,
-                      free_list=free_list, model=model, usage_from=usage_from, tenants=keys)
+                      free_list=free_list, model=model, usage_from=usage_from, tenants=keys,
+                      prefix_cache=prefix_cache, prefix_cache_blocks=prefix_cache_blocks, max_tokens_cap=max_tokens_cap)
     cfg.check()
     b = cfg.resolved()
     if host not in ("127.0.0.1", "localhost", "::1"):
         say(f"warning: binding {host}: kvir serve is a test target that returns other tenants' text by design; "
             "keep it off shared networks", style="yellow")
     say(f"kvir serve: SGLang {b.name} ({b.behaviour}); pool {pool:,}, context {context:,}, decode pool "
-        f"{cfg.decode_tokens:,}, page {page_size}, free list {free_list}; model {model}; tenants: "
-        f"{', '.join(sorted(keys.values())) or 'one per API key'}; http://{host}:{port}")
+        f"{cfg.decode_tokens:,}, page {page_size}, free list {free_list}; prefix cache {prefix_cache}; model {model}; "
+        f"tenants: {', '.join(sorted(keys.values())) or 'one per API key'}; http://{host}:{port}")
     from kvir.serve.run import serve
 
     serve(cfg, host=host, port=port, log_level=log_level, threads=threads)

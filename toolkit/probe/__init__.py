@@ -15,6 +15,7 @@
     length       the boundary check
     crosstenant  the canary check across tenants
     timing       the optional prefix-cache timing check (never proof on its own)
+    prefix       the prefix-isolation check: cached tokens of another tenant's prompt (timing where unreported)
     plan         the plan and request budget shown before anything is sent
     result, sarif   findings, verdicts, JSON and SARIF 2.1.0
     run          probe(): the whole run; case events

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from kvir.core.errors import KvirError
 
-CHECKS = ("length", "canary", "timing")
+CHECKS = ("length", "canary", "timing", "prefix-isolation")
+SALT_MODES = ("none", "per-tenant")
 ENGINES = ("auto", "sglang", "vllm", "other")
 APIS = ("completions", "chat")
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
@@ -71,6 +72,9 @@ class ProbeOptions:
     fragment_chars: int = 12                 # shortest canary fragment counted (n-gram length)
     timing_pairs: int = 8
     timing_tokens: int = 512
+    prefix_tokens: int = 512                 # the prefix-isolation prompts (at most half the engine's limit)
+    prefix_rounds: int = 2
+    cache_salt: str = "none"                 # none: send no cache_salt; per-tenant: a fresh salt per tenant
     alpha: float = 0.01
     max_requests: int = 200                  # every HTTP attempt counts, retries included
     concurrency: int = 4
@@ -100,6 +104,8 @@ class ProbeOptions:
         bad = [c for c in self.checks if c not in CHECKS]
         if bad or not self.checks:
             raise KvirError(f"--checks takes {', '.join(CHECKS)} (comma-separated), not {','.join(bad) or 'nothing'}")
+        if self.cache_salt not in SALT_MODES:
+            raise KvirError(f"--cache-salt must be one of {', '.join(SALT_MODES)}, not {self.cache_salt!r}")
         if self.engine not in ENGINES:
             raise KvirError(f"--engine must be one of {', '.join(ENGINES)}, not {self.engine!r}")
         if self.api not in APIS:
@@ -111,7 +117,8 @@ class ProbeOptions:
                            ("--concurrency", self.concurrency, 1), ("--max-tokens", self.max_tokens, 1),
                            ("--canary-max-tokens", self.canary_max_tokens, 1), ("--canary-rounds", self.canary_rounds, 1),
                            ("--timing-pairs", self.timing_pairs, 4), ("--retries", self.retries, 0),
-                           ("--plant-tokens", self.plant_tokens, 40), ("--canaries-per-round", self.canaries_per_round, 1)):
+                           ("--plant-tokens", self.plant_tokens, 40), ("--canaries-per-round", self.canaries_per_round, 1),
+                           ("--prefix-tokens", self.prefix_tokens, 16), ("--prefix-rounds", self.prefix_rounds, 1)):
             if v is not None and v < lo:
                 raise KvirError(f"{opt} must be at least {lo}, not {v}")
         if self.timing_pairs > 16:
@@ -173,7 +180,7 @@ class ProbeOptions:
 
     def describe(self) -> dict:
         return {"endpoint": self.safe_endpoint, "model": self.model, "engine": self.engine, "api": self.api,
-                "checks": list(self.checks), "header_names": sorted(self.common_headers_names()),
+                "checks": list(self.checks), "cache_salt": self.cache_salt, "header_names": sorted(self.common_headers_names()),
                 "tenants": [self.tenant_a.describe(), self.tenant_b.describe()],
                 "max_requests": self.max_requests, "concurrency": self.concurrency, "timeout_s": self.timeout_s,
                 "retries": self.retries, "deadline_s": self.deadline_s, "pool": self.pool, "context": self.context}

@@ -47,9 +47,10 @@ class Context:
         return "/v1/chat/completions" if self.opts.api == "chat" else "/v1/completions"
 
     async def send(self, check: str, purpose: str, tenant: Tenant, prompt: Prompt, *, max_tokens: int,
-                   stream: bool = False, label: str = "") -> Sent:
+                   stream: bool = False, label: str = "", extra: dict[str, Any] | None = None) -> Sent:
+        """`extra`: more body fields (a cache_salt); only their names reach the log."""
         body: dict[str, Any] = prompt.body(self.opts.api, self.model)
-        body.update({"max_tokens": max_tokens, "temperature": 0, "user": tenant.user})
+        body.update({"max_tokens": max_tokens, "temperature": 0, "user": tenant.user, **(extra or {})})
         if stream:
             body.update({"stream": True, "stream_options": {"include_usage": True}})
         t_start = time.monotonic() - self.t0
@@ -63,6 +64,7 @@ class Context:
             "max_tokens": max_tokens, "http_status": rep.status, "attempts": rep.attempts,
             "statuses": rep.statuses, "error": rep.error, "error_kind": None if rep.ok else error_kind(rep),
             "prompt_tokens": _int(usage.get("prompt_tokens")), "completion_tokens": _int(usage.get("completion_tokens")),
+            "cached_tokens": cached_tokens(usage), "extra_fields": sorted(extra or {}),
             "latency_s": None if rep.latency_s is None else round(rep.latency_s, 4),
             "started_s": round(t_start, 3), "prompt_sha256": digest(prompt.text),
             "output_sha256": digest(text) if rep.ok else None, "output_chars": len(text) if rep.ok else None,
@@ -72,6 +74,13 @@ class Context:
         sent = Sent(rep, prompt, tenant, rec, text, pieces)
         self.outputs.append(sent)
         return sent
+
+
+def cached_tokens(usage: dict) -> int | None:
+    """usage.prompt_tokens_details.cached_tokens (OpenAI's shape: vLLM with --enable-prompt-tokens-details,
+    SGLang with --enable-cache-report); None when the server does not report it."""
+    details = usage.get("prompt_tokens_details")
+    return _int(details.get("cached_tokens")) if isinstance(details, dict) else None
 
 
 def _int(v: Any) -> int | None:

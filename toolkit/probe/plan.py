@@ -43,6 +43,12 @@ def make_plan(opts: ProbeOptions, facts: ServerFacts | None) -> dict:
         tok += 0 if local else 2 * opts.timing_pairs
         phases.append({"phase": "timing", "requests": 4 * opts.timing_pairs,
                        "what": f"{opts.timing_pairs} pairs: warm (A), then cross (B), same (A), cold (B) in random order"})
+    if "prefix-isolation" in opts.checks:
+        tok += 0 if local else 2 * opts.prefix_rounds
+        salt = "its own cache_salt" if opts.cache_salt == "per-tenant" else "no cache_salt"
+        phases.append({"phase": "prefix-isolation", "requests": 4 * opts.prefix_rounds,
+                       "what": f"{opts.prefix_rounds} round(s): a fresh prompt (B), prime and repeat (A), A's prompt (B); "
+                               f"each tenant with {salt}; timing pairs if the server reports no cached tokens"})
     phases.insert(1, {"phase": "tokenize", "requests": tok,
                       "what": "local tokenizer: none" if local else "POST /tokenize (about one count per prompt)"})
     planned = sum(p["requests"] for p in phases)

@@ -40,9 +40,15 @@ RULES = (
     Rule("KVIR-P007", "refused-below-limit", "low", "A prompt below the limit was refused",
          "Not an exposure. Something (a gateway, a smaller context) refuses earlier than the engine's limit, "
          "so the probe may not have reached the engine's own boundary."),
+    Rule("KVIR-P008", "cross-tenant-prefix-cache-hit", "high", "Another tenant's prompt was served from the cache",
+         "A prompt one tenant sent was served to another tenant from the prefix cache (cached_tokens above what a "
+         "fresh prompt gets): the tenants share KV blocks, and each can learn what the other sent. Key the "
+         "cache per tenant: a cache salt the gateway injects (never one the caller chooses), and check that the "
+         "salt reaches every cache tier's key (the engine's and its connectors')."),
 )
 RULE = {r.rule_id: r for r in RULES}
-CHECK_RULE = {"length": "KVIR-P100", "canary": "KVIR-P101", "timing": "KVIR-P102"}
+CHECK_RULE = {"length": "KVIR-P100", "canary": "KVIR-P101", "timing": "KVIR-P102", "prefix-isolation": "KVIR-P103"}
 CHECK_TITLE = {"length": "Boundary prompts around the engine's limit are refused at and above it",
                "canary": "No tenant's output carries another tenant's canary",
-               "timing": "No prefix-cache timing signal between tenants"}
+               "timing": "No prefix-cache timing signal between tenants",
+               "prefix-isolation": "No tenant's prompt is served from blocks another tenant's request wrote"}

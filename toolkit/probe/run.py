@@ -1,7 +1,7 @@
 """`probe(...)`: the live check of one deployment, as a plain function (the CLI is a thin wrapper).
 
     plan (shown before anything is sent) -> discovery -> length check -> canary check -> timing check
-    -> verdicts -> JSON / SARIF / case events
+    -> prefix-isolation check -> verdicts -> JSON / SARIF / case events
 
 Works from a notebook too (an event loop already running there: the probe runs on its own thread).
 """
@@ -25,6 +25,7 @@ from kvir.probe.http import Budget, Client
 from kvir.probe.learn import discover
 from kvir.probe.length import length_check
 from kvir.probe.plan import make_plan
+from kvir.probe.prefix import prefix_isolation_check
 from kvir.probe.prompts import Counter, PromptBuilder, new_tag
 from kvir.probe.result import EXPOSED, INCONCLUSIVE, Finding, ProbeResult, overall
 from kvir.probe.timing import timing_check
@@ -104,7 +105,8 @@ async def _run_probe(opts: ProbeOptions, on_plan, on_progress, redactor: Redacto
             on_plan(redactor.obj(plan))              # the plan now holds what the server said (a model id)
         counter = Counter(opts, None if opts.tokenizer else client, model)
         ctx = Context(opts, client, facts, PromptBuilder(counter, new_tag()), model, CanaryIndex(opts.fragment_chars))
-        for name, fn in (("length", length_check), ("canary", canary_check), ("timing", timing_check)):
+        for name, fn in (("length", length_check), ("canary", canary_check), ("timing", timing_check),
+                         ("prefix-isolation", prefix_isolation_check)):
             if name in opts.checks:
                 result.checks.append(await fn(ctx))
         if "canary" not in opts.checks:

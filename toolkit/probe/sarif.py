@@ -22,7 +22,7 @@ def to_sarif(r) -> dict[str, Any]:
              for x in RULES]
     rules += [{"id": CHECK_RULE[c], "name": f"{c}-check", "shortDescription": {"text": CHECK_TITLE[c]},
                "defaultConfiguration": {"level": "error"}, "properties": {"tags": ["security", "kv-cache", "probe"]}}
-              for c in ("length", "canary", "timing")]
+              for c in CHECK_RULE]
     index = {x["id"]: i for i, x in enumerate(rules)}
     endpoint = r.options.get("endpoint", "")
     path = "/v1/chat/completions" if r.options.get("api") == "chat" else "/v1/completions"
