@@ -15,16 +15,16 @@ from typing import Any, Callable, Iterable, NoReturn
 
 import duckdb
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from kvir.case.store import DEFAULT_MEMORY_LIMIT
+from kvir.cli.present.layout import Col, Grid, as_col
 from kvir.core.errors import KvirError, disk_problem
 from kvir.core.jsonable import jsonable
 from kvir.core.progress import stderr
 from kvir.core.text import visible
 
-__all__ = ["stderr", "cell", "table", "say", "fail", "guarded", "echo", "echo_json", "show", "blank"]
+__all__ = ["stderr", "cell", "table", "Col", "say", "fail", "guarded", "echo", "echo_json", "show", "blank"]
 
 # --memory-limit of every command that writes a case (kvir.case.store.memory_limit_setting decides)
 MEMORY_LIMIT_HELP = (f"DuckDB's memory limit, e.g. 4GB; beyond it work spills to disk "
@@ -70,15 +70,17 @@ def cell(value: Any, style: str = "", fmt: str = "{}") -> Text:
     return Text(show(value, fmt), style=style)
 
 
-def table(title: str, columns: Iterable[str | tuple[str, str]], rows: Iterable[Iterable[Any]]) -> Table:
-    """A rich table whose every cell goes through `cell`. A column is a name or (name, 'right')."""
-    t = Table(title=Text(visible(title)), title_justify="left")
-    for c in columns:
-        name, justify = (c, "left") if isinstance(c, str) else c
-        t.add_column(name, overflow="fold", justify=justify)
-    for r in rows:
-        t.add_row(*(cell(v) for v in r))
-    return t
+def table(title: str, columns: Iterable[str | tuple[str, str] | Col], rows: Iterable[Iterable[Any]], *,
+          limit: int | None = None, rest: str = "") -> Grid:
+    """A table laid out at the console's width (kvir.cli.present.layout): every cell goes through `cell`.
+    A column is a name, (name, 'right') or a Col (wrap, below, under). With `limit`, rows past it are
+    counted in one line that points to `rest` (the file or table that holds them all)."""
+    rows = [[cell(v) for v in r] for r in rows]
+    footer = []
+    if limit is not None and len(rows) > limit:
+        footer = [Text(f"... and {len(rows) - limit:,} more row(s)" + (f": {rest}" if rest else ""), style="dim")]
+        rows = rows[:limit]
+    return Grid(Text(visible(title), style="bold"), [as_col(c) for c in columns], rows, footer)
 
 
 def say(*parts: Any, style: str = "") -> None:
