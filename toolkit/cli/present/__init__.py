@@ -18,7 +18,7 @@ import typer
 from rich.text import Text
 
 from kvir.case.store import DEFAULT_MEMORY_LIMIT
-from kvir.cli.present.layout import Col, Grid, as_col
+from kvir.cli.present.layout import Col, Grid, Para, as_col
 from kvir.core.errors import KvirError, disk_problem
 from kvir.core.jsonable import jsonable
 from kvir.core.progress import stderr
@@ -84,8 +84,9 @@ def table(title: str, columns: Iterable[str | tuple[str, str] | Col], rows: Iter
 
 
 def say(*parts: Any, style: str = "") -> None:
-    """One line on stderr; every part is shown as plain text (kvir's words and foreign values alike)."""
-    stderr.print(Text(" ".join(visible(p) for p in parts), style=style), highlight=False, soft_wrap=True)
+    """A line on stderr, wrapped at the terminal's width at spaces (a path longer than a line after its '/');
+    every part is shown as plain text (kvir's words and foreign values alike)."""
+    stderr.print(Para(Text(" ".join(visible(p) for p in parts), style=style)), highlight=False)
 
 
 def fail(e: BaseException | str) -> NoReturn:

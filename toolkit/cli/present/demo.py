@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvir.audit.rules import SEVERITIES
 from kvir.cli.present import Col, cell, say, show, stderr, table
 from kvir.cli.present.steps import lines
 
@@ -22,7 +23,13 @@ def _num(v: Any) -> float:
 
 
 def stage_text(info: dict) -> str:
-    """'affected 155; accounts 68; ...': every result of a stage but its timing and its paths."""
+    """'affected 155; accounts 68; ...': every result of a stage but its timing and its paths; the audit's
+    findings with their severities in the audit's order ('findings 67 (critical 8, high 15, ...)')."""
+    info = dict(info)
+    by = info.pop("by_severity", None)
+    if by is not None and "findings" in info:
+        order = [s for s in SEVERITIES if by.get(s)] + sorted(k for k in by if k not in SEVERITIES)
+        info["findings"] = f"{info['findings']:,} ({', '.join(f'{s} {by[s]:,}' for s in order) or 'none'})"
     return "; ".join(f"{k.replace('_', ' ')} {_value(v)}" for k, v in info.items() if k not in ("path", "index"))
 
 

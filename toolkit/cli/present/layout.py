@@ -14,6 +14,7 @@ and a CI log. Cells are rich Text (kvir's styles kept; foreign text already made
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -48,6 +49,55 @@ def as_col(c: "str | tuple[str, str] | Col") -> Col:
 
 def _longest_word(text: Text) -> int:
     return max((len(w) for w in text.plain.split()), default=0)
+
+
+def _pieces(word: str, width: int) -> list[int]:
+    """Where a word longer than the line is cut: after a '/' (a path), else after '-', '_', '.', ':', ',' or
+    '=', else at the width (nothing else to go by). Returns the cut offsets."""
+    cuts, start = [], 0
+    while len(word) - start > width:
+        part = word[start:start + width]
+        at = max(part.rfind("/"), -1)
+        if at <= 0:
+            at = max(part.rfind(c) for c in "-_.:,=")
+        end = start + (at + 1 if at > 0 else width)
+        cuts.append(end)
+        start = end
+    return cuts
+
+
+def wrap(text: Text, width: int) -> list[Text]:
+    """`text` in lines of at most `width` cells, broken at spaces; a word longer than a line (a path, a URL)
+    is broken after its separators, never inside a name when it has any. Styles are kept."""
+    width = max(width, 1)
+    plain, lines, line_start, line_end = text.plain, [], None, 0
+    for m in re.finditer(r"\S+", plain):
+        a, b = m.span()
+        if line_start is not None and b - line_start <= width:
+            line_end = b
+            continue
+        if line_start is not None:
+            lines.append((line_start, line_end))
+        cuts = _pieces(plain[a:b], width) if b - a > width else []
+        starts = [a] + [a + c for c in cuts]
+        ends = [a + c for c in cuts] + [b]
+        lines += list(zip(starts[:-1], ends[:-1]))
+        line_start, line_end = starts[-1], ends[-1]
+    if line_start is not None:
+        lines.append((line_start, line_end))
+    if lines and lines[0][0] <= width // 2 and lines[0][1] <= width:
+        lines[0] = (0, lines[0][1])                   # a leading indent ("  of which ...") is kept
+    return [text[a:b] for a, b in lines] or [Text("")]
+
+
+class Para:
+    """A line of text wrapped at the console's width by `wrap` (spaces first, then a path's separators)."""
+
+    def __init__(self, text: Text):
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from wrap(self.text, options.max_width)
 
 
 class Grid:
@@ -98,21 +148,21 @@ class Grid:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
         if self.title is not None:
-            yield from self.title.wrap(console, width)
+            yield from wrap(self.title, width)
         plan = self.layout(width)
         if plan is None:
             yield from self._records(console, width)
         else:
             yield from self._grid(console, width, *plan)
         for line in self.footer:
-            yield from line.wrap(console, width)
+            yield from wrap(line, width)
 
     def _line(self, console: Console, cells: list[Text], cols: list[int], widths: dict[int, int]) -> list[Text]:
         """One row of the grid (a wrapping cell may take several lines)."""
         parts = []
         for cell, i in zip(cells, cols):
             if self.cols[i].wrap:
-                parts.append(list(cell.wrap(console, widths[i], overflow="fold")) or [Text("")])
+                parts.append(wrap(cell, widths[i]))
             else:
                 parts.append([cell])
         out = []
@@ -147,8 +197,7 @@ class Grid:
             if not value.plain.strip() or value.plain == "-" and not self.cols[i].under:
                 continue
             text = value.copy() if self.cols[i].under else Text(f"{self.cols[i].name}: ", style="dim") + value
-            for line in text.wrap(console, max(width - INDENT, 20), overflow="fold"):
-                line.rstrip()
+            for line in wrap(text, max(width - INDENT, 20)):
                 yield Text(" " * INDENT) + line
 
     def _records(self, console: Console, width: int):
@@ -158,10 +207,12 @@ class Grid:
             yield Text(self.cols[0].name + ": ", style="dim") + row[0]
             for i in range(1, len(self.cols)):
                 head = Text(" " * 2 + self.cols[i].name.ljust(label) + "  ", style="dim")
-                lines = list(row[i].wrap(console, max(width - head.cell_len, 20), overflow="fold")) or [Text("")]
-                for k, line in enumerate(lines):
-                    line.rstrip()
-                    yield (head if k == 0 else Text(" " * head.cell_len)) + line
+                indent = head.cell_len
+                if _longest_word(row[i]) > width - indent:       # an id too long beside its name: below it
+                    yield head
+                    indent = INDENT
+                for k, line in enumerate(wrap(row[i], max(width - indent, 20))):
+                    yield (head if k == 0 and indent == head.cell_len else Text(" " * indent)) + line
 
 
 class Pairs:
@@ -175,6 +226,5 @@ class Pairs:
         for key, value in self.pairs:
             head = Text(" " * self.indent + key.ljust(label) + "  ", style="dim")
             room = max(options.max_width - head.cell_len, 20)
-            for k, line in enumerate(value.wrap(console, room, overflow="fold")):
-                line.rstrip()
+            for k, line in enumerate(wrap(value, room)):
                 yield (head if k == 0 else Text(" " * head.cell_len)) + line

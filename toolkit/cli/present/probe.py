@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from kvir.cli.present import Col, cell, say, stderr, table
+from kvir.cli.present.layout import Para
 from kvir.core.text import visible
 
 STYLE = {"exposed": "bold red", "not exposed": "bold green", "inconclusive": "bold yellow"}
@@ -60,7 +61,7 @@ class ProgressBar:
 
 def lines(label: str, text: str, style: str = "") -> None:
     """'label text' on stderr, wrapped at spaces to the terminal's width (a path or a URL stays whole)."""
-    stderr.print(Text.assemble((label, style or "bold"), " ", visible(text)), highlight=False)
+    stderr.print(Para(Text.assemble((label, style or "bold"), " ", visible(text))), highlight=False)
 
 
 def print_result(result) -> None:
