@@ -28,7 +28,7 @@ def init(path: Annotated[Path, typer.Argument(help="Where to write the template.
     from kvir.cli.present.steps import lines
 
     for line in lines(path, init=True):
-        say(line)
+        say(line, wrap=False)          # commands to copy: whole lines
 
 
 @guarded

@@ -83,10 +83,12 @@ def table(title: str, columns: Iterable[str | tuple[str, str] | Col], rows: Iter
     return Grid(Text(visible(title), style="bold"), [as_col(c) for c in columns], rows, footer)
 
 
-def say(*parts: Any, style: str = "") -> None:
+def say(*parts: Any, style: str = "", wrap: bool = True) -> None:
     """A line on stderr, wrapped at the terminal's width at spaces (a path longer than a line after its '/');
-    every part is shown as plain text (kvir's words and foreign values alike)."""
-    stderr.print(Para(Text(" ".join(visible(p) for p in parts), style=style)), highlight=False)
+    `wrap=False`: one line as it is, for a command to copy. Every part is shown as plain text (kvir's words
+    and foreign values alike)."""
+    text = Text(" ".join(visible(p) for p in parts), style=style)
+    stderr.print(Para(text) if wrap else text, highlight=False, soft_wrap=not wrap)
 
 
 def fail(e: BaseException | str) -> NoReturn:

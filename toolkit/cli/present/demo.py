@@ -50,4 +50,4 @@ def print_demo(result) -> None:
         say(f"reports: {index}")
     say("")
     for line in lines("incident.toml"):
-        say(line)
+        say(line, wrap=False)          # commands to copy: whole lines
