@@ -57,7 +57,7 @@ def _pieces(word: str, width: int) -> list[int]:
     cuts, start = [], 0
     while len(word) - start > width:
         part = word[start:start + width]
-        at = max(part.rfind("/"), -1)
+        at = part.rfind("/")
         if at <= 0:
             at = max(part.rfind(c) for c in "-_.:,=")
         end = start + (at + 1 if at > 0 else width)
