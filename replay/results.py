@@ -167,12 +167,16 @@ def export(case) -> dict[str, Path]:
     from kvir.case.export import write_csv, write_parquet
 
     p = case.path
+    guard = case.manifest.setdefault("csv", {})          # each CSV's guard and where its exact values are
     return {
         "replay_results.parquet": write_parquet(case.con, "SELECT * FROM replay_results", p / "replay_results.parquet"),
         "replay_results.csv": write_csv(case.con, "replay_results", p / "replay_results.csv",
                                         columns=[c for c in case.df("replay_results").columns
-                                                 if c not in ("response_tokens", "assumptions")]),
-        "replay_exposure.csv": write_csv(case.con, "replay_exposure", p / "replay_exposure.csv"),
+                                                 if c not in ("response_tokens", "assumptions")],
+                                        guard=guard, exact="replay_results.parquet"),
+        "replay_exposure.parquet": write_parquet(case.con, "SELECT * FROM replay_exposure", p / "replay_exposure.parquet"),
+        "replay_exposure.csv": write_csv(case.con, "replay_exposure", p / "replay_exposure.csv", guard=guard,
+                                         exact="replay_exposure.parquet"),
     }
 
 

@@ -34,8 +34,10 @@ def test_init_writes_a_valid_template_and_refuses_to_overwrite(tmp_path):
     assert load_spec(p).id == "INC-0001"                     # example values only: no incident's facts
     assert res.stdout.strip() == str(p)                     # the result: the file written
     steps = [line.split("#")[0].strip() for line in res.stderr.splitlines() if line.startswith("  kvir ")]
-    assert [s.split()[1] for s in steps] == ["triage", "audit", "report"]
-    assert f"-i {p}" in steps[0] and "--case case" in steps[1] and steps[2] == "kvir report --case case"
+    # the first steps on one's own incident, replay among them (issue 24), in the order they are run
+    assert [s.split()[1] for s in steps] == ["triage", "audit", "replay", "report"]
+    assert f"-i {p}" in steps[0] and "--case case" in steps[1]
+    assert steps[2:] == ["kvir replay --case case", "kvir report --case case"]
     res = runner.invoke(app, ["init", str(p)])
     assert res.exit_code == 2
     assert runner.invoke(app, ["init", str(p), "--force"]).exit_code == 0

@@ -73,7 +73,9 @@ def test_formats_card_prints_fields_example_and_software(capsys):
     print_format("sglang-json")
     out = capsys.readouterr().out
     assert "required  timestamp, event, rid|obj.rid|out.meta_info.id" in out
-    assert "out.meta_info.e2e_latency" in out.split("optional", 1)[1].split("\n", 1)[0]
+    # a value longer than the line wraps under itself (issue 24: the card fits 80 columns)
+    assert "out.meta_info.e2e_latency" in out.split("  optional", 1)[1].split("\n  fixtures", 1)[0]
+    assert all(len(line) <= 80 for line in out.split("\n  example")[0].splitlines())
     assert "sglang 0.5.11, 0.5.12, 0.5.18, 0.5.19, 0.5.22, 0.5.23" in out
     assert '"event": "request.finished"' in out
 

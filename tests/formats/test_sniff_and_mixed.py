@@ -39,18 +39,14 @@ def test_a_file_matching_no_format_names_the_formats_tried(tmp_path):
 def test_kvir_formats_lists_every_format_with_what_it_needs():
     out = subprocess.run([sys.executable, "-m", "kvir.cli.app", "formats"], capture_output=True, text=True, check=True,
                          env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"}).stdout
-    rows: dict[str, list[list[str]]] = {}   # a table row wraps over several lines: gather each cell's text
+    # one row per format (name, needs, evidence) and, indented under it, what the format is and its times
+    lines: dict[str, str] = {}
     current = None
-    for line in out.splitlines():
-        if not line.startswith("│"):
-            continue
-        cells = [c.strip() for c in line.split("│")[1:-1]]
-        if cells[0]:
-            current = cells[0]
-            rows[current] = [[] for _ in cells]
-        for i, c in enumerate(cells):
-            rows[current][i].append(c)
-    lines = {k: " | ".join(" ".join(" ".join(parts).split()) for parts in cols) for k, cols in rows.items()}
+    for line in out.splitlines()[3:]:                     # the title, the header and its rule
+        if not line.startswith(" "):
+            current = line.split()[0]
+            lines[current] = ""
+        lines[current] += " " + " ".join(line.split())
     for name, f in FORMATS.items():
         assert name in lines, name
         row = lines[name]

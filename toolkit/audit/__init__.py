@@ -156,8 +156,8 @@ def _audit(paths, inventory, case, source_tz, *, year, progress) -> AuditResult:
         with reporter.session():
             result = load_node_configs(c, paths, inventory=inventory, source_tz=source_tz, year=year,
                                        reporter=reporter if progress else None, require_clock=False)
-        c.save_manifest()
         _export(c)
+        c.save_manifest()
         if own:
             c.commit()
         result.case_path = c.path
@@ -168,9 +168,11 @@ def _audit(paths, inventory, case, source_tz, *, year, progress) -> AuditResult:
 
 
 def _export(case) -> None:
-    """CSV copies of the audit tables in the case folder (formula-safe, see kvir.export)."""
+    """CSV copies of the audit tables in the case folder (formula-safe, see kvir.case.export; each file's guard
+    in manifest["csv"]: exact values in the case tables and `kvir audit --format json`)."""
     from kvir.case.export import write_csv
 
+    guard = case.manifest.setdefault("csv", {})
     for t in ("node_configs", "findings", "runtime_indicators", "node_exposure"):
-        write_csv(case.con, t, case.path / f"{t}.csv")
+        write_csv(case.con, t, case.path / f"{t}.csv", guard=guard, exact=f"case.duckdb table {t}; kvir audit --format json")
 

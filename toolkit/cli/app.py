@@ -2,7 +2,7 @@
 the Python API and prints through kvir.cli.present; user-fixable errors end with one line and exit 2.
 
 Help is plain text (rich_markup_mode=None): option help quotes spec keys like [disclosure] and [[sources]],
-which rich markup would swallow.
+which rich markup would swallow. kvir.cli.help lays it out (whole summaries, plain metavars, no word split).
 """
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Annotated
 import typer
 
 from kvir import __version__
+from kvir.cli.help import KvirGroup, install
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+app = typer.Typer(cls=KvirGroup, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Respond to and disclose KV-cache exposure incidents in LLM serving.")
 
 
@@ -33,6 +34,7 @@ from kvir.cli import audit, demo, ingest, probe, replay, report, serve, triage  
 
 for _module in (triage, ingest, audit, replay, report, demo, probe, serve):
     _module.register(app)
+install(app)
 
 
 def main() -> None:

@@ -1,7 +1,6 @@
 """`kvir init`, `kvir triage` and `kvir formats`: the spec, the affected responses, the formats read."""
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -19,24 +18,17 @@ def register(app: typer.Typer) -> None:
 @guarded
 def init(path: Annotated[Path, typer.Argument(help="Where to write the template.")] = Path("incident.toml"),
          force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False) -> None:
-    """Write a commented incident.toml template, then say the next three commands."""
+    """Write a commented incident.toml template, then say the next commands: triage, audit, replay, report."""
     from kvir.spec.model import TEMPLATE
 
     if path.exists() and not force:
         fail(f"{path}: already exists (use --force to overwrite)")
     path.write_text(TEMPLATE)
     echo(str(path))
-    for line in next_steps(path):
-        say(line)
+    from kvir.cli.present.steps import lines
 
-
-def next_steps(spec: Path) -> list[str]:
-    """What a responder runs after `kvir init`, with the spec's real path in each command."""
-    s = shlex.quote(str(spec))
-    return [f"next: edit {spec} (models, window, trigger pool and context; [[accounts]] you know), then:",
-            f"  kvir triage -i {s} -o case LOGS...        # the affected responses, accounts, nodes",
-            "  kvir audit STARTUP_LOGS... --case case     # every node's KV pool vs context, build, flags",
-            "  kvir report --case case                    # timeline and disclosure documents in case/reports/"]
+    for line in lines(path, init=True):
+        say(line, wrap=False)          # commands to copy: whole lines
 
 
 @guarded

@@ -11,6 +11,8 @@ import asyncio
 import email.utils
 import json
 import random
+import socket
+import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -29,6 +31,8 @@ class Reply:
     body: Any = None                      # parsed JSON (or None)
     chunks: list[dict] | None = None      # parsed SSE events of a streamed 200
     error: str | None = None              # why there is no usable answer
+    reached: bool = True                  # False: the last attempt never got a connection (refused, DNS, TLS)
+    unusable: bool = False                # an HTTP answer came that could not be read (too big, endless, too deep)
     attempts: int = 0
     statuses: list[int | None] = field(default_factory=list)   # every attempt's status
     latency_s: float | None = None        # of the last attempt
@@ -100,6 +104,7 @@ class Client:
                                       timeout=httpx.Timeout(opts.timeout_s),
                                       limits=httpx.Limits(max_connections=max(2, opts.concurrency + 2)))
         self._rng = random.Random()
+        self.outcomes: dict[tuple[str, str], int] = {}    # (path, "HTTP 401" or why no answer) -> attempts
 
     async def close(self) -> None:
         await self.http.aclose()
@@ -127,18 +132,19 @@ class Client:
                         self._once(method, path, body, headers, stream), timeout)
                     rep.latency_s = clock() - t0
                 rep.error = None if status < 500 and status != 429 else f"HTTP {status}"
-            except (asyncio.TimeoutError, httpx.TimeoutException):
-                rep.error = f"timeout after {timeout:.1f} s"
+            except (asyncio.TimeoutError, httpx.TimeoutException, httpx.HTTPError) as e:
+                rep.error, rep.reached = transport_failure(e, timeout)
                 rep.body = rep.chunks = None
-            except httpx.HTTPError as e:
-                rep.error = f"transport error: {type(e).__name__}"
-                rep.body = rep.chunks = None
-            except Unusable as e:
-                rep.error, status, hdrs = str(e), None, {}
+            except Unusable as e:          # the server answered, unusably (too big, endless)
+                rep.error, status, hdrs, rep.reached, rep.unusable = str(e), None, {}, True, True
                 rep.body = rep.chunks = None
             finally:
                 self.on_attempt()
             rep.status = status
+            if status is not None:
+                rep.reached = True
+            key = (path, f"HTTP {status}" if status is not None else rep.error or "no answer")
+            self.outcomes[key] = self.outcomes.get(key, 0) + 1
             rep.statuses.append(status)
             if rep.answered or not retry or rep.attempts > self.opts.retries:
                 return rep
@@ -197,6 +203,58 @@ async def _lines_capped(r: httpx.Response):
             yield line.rstrip(b"\r").decode("utf-8", "replace")
     if rest:
         yield rest.rstrip(b"\r").decode("utf-8", "replace")
+
+
+HINT = {401: "the API key was refused: check --api-key-env, --tenant-b-key-env, --header-env",
+        403: "forbidden: check the keys and the gateway's headers (--header-env)",
+        404: "not found: check --endpoint (with or without /v1) and --model",
+        429: "rate-limited: lower --concurrency, raise --deadline"}
+
+
+def failed_first(outcomes: dict[tuple[str, str], int]) -> str | None:
+    """When no attempt of a run got a 2xx answer: what every attempt got instead, the commonest first
+    ('HTTP 401 on 24 of 24 requests (/tokenize, /v1/models, ...): the API key was refused: ...')."""
+    total = sum(outcomes.values())
+    if not total or any(k[1].startswith("HTTP 2") for k in outcomes):
+        return None
+    by_what: dict[str, list] = {}
+    for (path, what), n in outcomes.items():
+        by_what.setdefault(what, []).append((n, path))
+    what, hits = max(by_what.items(), key=lambda kv: sum(n for n, _ in kv[1]))
+    n = sum(k for k, _ in hits)
+    paths = ", ".join(p for _, p in sorted(hits, reverse=True)[:3]) + (", ..." if len(hits) > 3 else "")
+    code = int(what[5:]) if what.startswith("HTTP ") else None
+    hint = HINT.get(code) or ("server errors" if code and code >= 500 else "")
+    return (f"no request was served: {what} on {n} of {total} request{'s' if total != 1 else ''} ({paths})"
+            + (f": {hint}" if hint else ""))
+
+
+def transport_failure(e: BaseException, timeout_s: float) -> tuple[str, bool]:
+    """What failed when no HTTP answer came, in the words a person checks first (connection refused, DNS,
+    TLS, timeout), and whether a connection was made at all. Read from the exception and its causes
+    (httpx wraps the socket's and the ssl module's own errors)."""
+    chain, x = [], e
+    while x is not None and len(chain) < 8:
+        chain.append(x)
+        x = x.__cause__ or x.__context__
+    for x in chain:
+        if isinstance(x, ConnectionRefusedError):
+            return "connection refused", False
+        if isinstance(x, socket.gaierror):
+            return f"DNS: the host name does not resolve ({x.strerror or x})", False
+        if isinstance(x, ssl.SSLCertVerificationError):
+            return f"TLS: the server's certificate is not trusted ({x.verify_message or x.reason})", False
+        if isinstance(x, ssl.SSLError):
+            return f"TLS: the handshake failed ({x.reason or x}; plain HTTP on an https:// URL?)", False
+    if isinstance(e, httpx.ConnectTimeout):
+        return f"timeout: no connection within {timeout_s:.1f} s", False
+    if isinstance(e, (asyncio.TimeoutError, httpx.TimeoutException)):
+        return f"timeout: connected, but no answer within {timeout_s:.1f} s", True
+    if isinstance(e, httpx.RemoteProtocolError):
+        return "the server closed the connection without an HTTP answer", True
+    if isinstance(e, httpx.ConnectError):
+        return f"cannot connect ({' '.join(str(e).split()) or type(e).__name__})", False
+    return f"transport error: {type(e).__name__}", True
 
 
 def _json(raw: bytes) -> Any:

@@ -38,6 +38,8 @@ class ServerFacts:
     pd_mode: str | None = None
     flags: dict[str, Any] = field(default_factory=dict)
     answered: dict[str, int | None] = field(default_factory=dict)   # discovery path -> status
+    failures: dict[str, str] = field(default_factory=dict)           # discovery path -> why no HTTP answer
+    unusable: bool = False         # a discovery request got an HTTP answer too big or endless to read
     secrets_exposed: list[str] = field(default_factory=list)          # field names only
     notes: list[str] = field(default_factory=list)
 
@@ -66,12 +68,21 @@ class ServerFacts:
         return low, hard, (f"engine unknown: refused from min(context, pool) = {hard:,}; "
                            f"between {low:,} and {hard:,} either outcome is right (SGLang refuses from {low:,})")
 
+    @property
+    def unreachable(self) -> str | None:
+        """Why the endpoint gave no HTTP answer at all during discovery (the first failure), else None."""
+        if self.unusable or not self.answered or any(s is not None for s in self.answered.values()):
+            return None
+        path, why = next(iter(self.failures.items()), ("", "no answer"))
+        return f"{why}, on GET {path}" if path else why
+
     def as_json(self) -> dict:
         return {"engine": self.engine, "engine_source": self.engine_source, "version": self.version,
                 "models": self.models, "context": self.context, "context_source": self.context_source,
                 "pool": self.pool, "pool_source": self.pool_source, "max_req_input_len": self.max_req_input_len,
                 "max_req_input_len_source": self.mril_source, "pd_mode": self.pd_mode, "flags": self.flags,
-                "answered": self.answered, "secrets_exposed": self.secrets_exposed, "notes": self.notes}
+                "answered": self.answered, "failures": self.failures, "unreachable": self.unreachable,
+                "secrets_exposed": self.secrets_exposed, "notes": self.notes}
 
 
 def _int(v: Any) -> int | None:
@@ -156,21 +167,31 @@ def parse_models(js: Any, facts: ServerFacts) -> None:
 
 
 async def discover(client: Client, opts: ProbeOptions) -> ServerFacts:
-    """At most four GETs; then --pool / --context fill what the server did not say."""
+    """At most four GETs; then --pool / --context fill what the server did not say. When the first one
+    cannot even connect (refused, DNS, TLS, connect timeout) the others are not sent: they would fail alike."""
     facts = ServerFacts()
-    for path in ("/get_server_info", "/server_info"):
-        rep = await client.call("GET", path, retry=False)
+
+    async def get(path: str, **kw) -> Any:
+        rep = await client.call("GET", path, retry=False, **kw)
         facts.answered[path] = rep.status
+        facts.unusable |= rep.unusable
+        if rep.status is None:
+            facts.failures[path] = rep.error or "no answer"
+        return rep
+
+    for path in ("/get_server_info", "/server_info"):
+        rep = await get(path)
+        if not rep.reached:
+            apply_options(facts, opts)
+            return facts
         if rep.ok and isinstance(rep.body, dict):
             parse_server_info(rep.body, facts, path)
             break
-    rep = await client.call("GET", "/v1/models", tenant=opts.tenant_a, retry=False)
-    facts.answered["/v1/models"] = rep.status
+    rep = await get("/v1/models", tenant=opts.tenant_a)
     if rep.ok:
         parse_models(rep.body, facts)
     if facts.engine != "sglang":
-        rep = await client.call("GET", "/version", retry=False)
-        facts.answered["/version"] = rep.status
+        rep = await get("/version")
         if rep.ok and isinstance(rep.body, dict) and isinstance(rep.body.get("version"), str):
             facts.version = rep.body["version"]
             if facts.engine == "unknown" and re.match(r"^\d+\.\d+", facts.version) and facts.models:

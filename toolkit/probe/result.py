@@ -81,13 +81,16 @@ class ProbeResult:
     dry_run: bool = False
     notes: list[str] = field(default_factory=list)
     extra_findings: list[Finding] = field(default_factory=list)   # not tied to a check (KVIR-P006)
+    http: list[dict] = field(default_factory=list)   # every (path, answer) of the run with its attempts
+    failed_first: str | None = None     # no HTTP answer at all, or no 2xx at all: what came back instead
     redactor: Redactor = field(default_factory=Redactor, repr=False, compare=False)   # the run's secrets
 
     def scrub(self) -> int:
         """Scrub every field built from what the server said (kvir.core.secrets); the number of secrets
         found. Every output (JSON, SARIF, case rows, the terminal) is made from these fields."""
         r, before = self.redactor, self.redactor.count
-        for name in ("options", "plan", "facts", "checks", "requests", "reason", "notes", "extra_findings"):
+        for name in ("options", "plan", "facts", "checks", "requests", "reason", "notes", "extra_findings", "http",
+                     "failed_first"):
             setattr(self, name, r.scrub(getattr(self, name)))
         return r.count - before
 
@@ -110,7 +113,8 @@ class ProbeResult:
                 "ended_at": self.ended_at, "wall_s": round(self.wall_s, 3), "requests_sent": self.sent,
                 "options": self.options, "plan": self.plan, "server": self.facts,
                 "checks": [c.as_json() for c in self.checks],
-                "findings": [f.as_json() for f in self.findings], "requests": self.requests, "notes": self.notes})
+                "findings": [f.as_json() for f in self.findings], "requests": self.requests, "notes": self.notes,
+                "http": self.http, "failed_first": self.failed_first})
 
     def to_sarif(self) -> dict:
         from kvir.probe.sarif import to_sarif

@@ -21,13 +21,13 @@ from kvir.probe.canary import CanaryIndex
 from kvir.probe.config import ProbeOptions
 from kvir.probe.context import Context
 from kvir.probe.crosstenant import canary_check
-from kvir.probe.http import Budget, Client
+from kvir.probe.http import Budget, Client, failed_first
 from kvir.probe.learn import discover
 from kvir.probe.length import length_check
 from kvir.probe.plan import make_plan
 from kvir.probe.prefix import prefix_isolation_check
 from kvir.probe.prompts import Counter, PromptBuilder, new_tag
-from kvir.probe.result import EXPOSED, INCONCLUSIVE, Finding, ProbeResult, overall
+from kvir.probe.result import EXPOSED, INCONCLUSIVE, CheckResult, Finding, ProbeResult, overall
 from kvir.probe.timing import timing_check
 
 
@@ -101,14 +101,15 @@ async def _run_probe(opts: ProbeOptions, on_plan, on_progress, redactor: Redacto
         plan["planned_requests"] += budget.sent          # discovery is already spent
         planned[0] = plan["planned_requests"]
         result.plan, result.facts = plan, facts.as_json()
-        if on_plan:
+        if on_plan and not facts.unreachable:
             on_plan(redactor.obj(plan))              # the plan now holds what the server said (a model id)
         counter = Counter(opts, None if opts.tokenizer else client, model)
         ctx = Context(opts, client, facts, PromptBuilder(counter, new_tag()), model, CanaryIndex(opts.fragment_chars))
         for name, fn in (("length", length_check), ("canary", canary_check), ("timing", timing_check),
                          ("prefix-isolation", prefix_isolation_check)):
             if name in opts.checks:
-                result.checks.append(await fn(ctx))
+                result.checks.append(await fn(ctx) if not facts.unreachable else
+                                     CheckResult(name, INCONCLUSIVE, "not run: the endpoint gave no HTTP answer"))
         if "canary" not in opts.checks:
             result.notes.append("the canary check did not run: outputs were not scanned for other tenants' text")
         result.requests = ctx.log
@@ -119,7 +120,16 @@ async def _run_probe(opts: ProbeOptions, on_plan, on_progress, redactor: Redacto
     finally:
         await client.close()
     result.sent = budget.sent
+    result.http = [{"path": p, "answer": a, "attempts": n} for (p, a), n in client.outcomes.items()]
     result.verdict, result.reason = overall(result.checks)
+    # what failed first comes before any check's verdict: no HTTP answer at all, or no request served
+    if result.facts and result.facts.get("unreachable"):
+        result.failed_first = f"no HTTP answer: {result.facts['unreachable']}"
+        result.reason = f"{result.failed_first}; nothing was checked"
+    else:
+        result.failed_first = failed_first(client.outcomes)
+        if result.failed_first:
+            result.reason = f"{result.failed_first}; {result.reason}"
     if budget.sent >= opts.max_requests and result.verdict != EXPOSED:
         result.notes.append(f"the request budget ({opts.max_requests}) was spent")
     if budget.remaining_s() <= 0 and result.verdict != EXPOSED:

@@ -17,6 +17,7 @@ from kvir.report.disclosure import parse_disclosure
 from kvir.report.model import Counts, Facts, IncidentModel
 from kvir.report.story import Evidence, make_story
 from kvir.rules.engines import ENGINES, EngineChoice
+from kvir.report.plotting import bin_edges, limit_values
 from kvir.report.read import evidence, grouped, home, rows, shown_path
 from kvir.report.records import (AccountExposure, AffectedResponse, Finding, HistogramBin, Indicator, NodeExposure,
                                  NodeFix, ReplaySummary, ReplayVerdict, SourceExposure, SourceRequest, Stage,
@@ -183,8 +184,9 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
     node_fixes, findings, indicators = _audit(case)
     replay = _replay(case, warns) if replay_ran else None
     bpd = BINS_PER_DECADE
-    hist = [HistogramBin(10 ** (b["bin"] / bpd), 10 ** ((b["bin"] + 1) / bpd), int(b["n"]), int(b["n_affected"]))
-            for b in rows(case, "prompt_histogram", {**window, "bins_per_decade": bpd})]
+    lines = limit_values(facts)          # bins split at the figure's limit lines: no bar spans one
+    hist = [HistogramBin(*bin_edges(b["bin"], b["seg"], bpd, lines), int(b["n"]), int(b["n_affected"]))
+            for b in rows(case, "prompt_histogram", {**window, "bins_per_decade": bpd, "lines": lines})]
     by_hour = [(utc(r["hour"]), int(r["n"])) for r in rows(case, "affected_by_hour")]
     gap = _traffic_gap(case, facts, disclosure.awareness_time or facts.window_start, disclosure.traffic_gap_minutes)
 

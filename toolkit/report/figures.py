@@ -7,14 +7,21 @@
 
 Each figure is PNG bytes; the HTML documents embed them as data: URIs (no external resource).
 matplotlib is imported here only, when a report is rendered.
+
+A figure with nothing to show (no prompt length, no affected response, no prefill node named in the
+evidence) is not drawn: its caption says why, and its PNG holds that sentence only (no axes), until the
+pages show such a figure as its caption alone (Figure.drawn). Axes use plain numbers (1,000 not 10³) and
+plain dates (Sep 1, 14:00); the prompt-length bins are split at the limit lines, so no bar spans one.
 """
 from __future__ import annotations
 
 import base64
-import io
+import datetime as dt
 from dataclasses import dataclass
 
 from kvir.report.model import IncidentModel
+from kvir.report.plotting import (count_axis, date_axis, day_label, log_axis, note_png, plain_number, plt,
+                                  png)
 
 
 @dataclass(frozen=True)
@@ -23,6 +30,7 @@ class Figure:
     title: str
     caption: str
     png: bytes
+    drawn: bool = True            # False: nothing to show; the caption says why
 
     @property
     def data_uri(self) -> str:
@@ -33,31 +41,19 @@ class Figure:
         return f"figures/{self.name}.png"
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"font.size": 9, "svg.hashsalt": "kvir", "axes.spines.top": False,
-                         "axes.spines.right": False})
-    return plt
-
-
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    # no timestamp in the PNG metadata: the same model gives the same bytes
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
-    return buf.getvalue()
+def not_drawn(name: str, title: str, why: str) -> Figure:
+    """A figure with nothing to show: not drawn; the caption (and the PNG's one sentence) say why."""
+    caption = f"Not drawn: {why}."
+    return Figure(name, title, caption, note_png(f"{title}: not drawn, {why}."), drawn=False)
 
 
 def _limit_lines(f) -> list[tuple[int, str, str]]:
-    """The KV pool, the engine's limit and the context as (x, label, line style), left to right; lines
-    within 5 % of each other (one line on a log axis) share one label."""
-    lines = sorted([(f.pool_tokens, f"KV pool {f.pool_tokens:,}", "-"),
-                    (f.context_tokens, f"context {f.context_tokens:,}", "--")]
-                   + ([(f.engine_limit, f"{f.engine_label} limit {f.engine_limit:,}", ":")]
-                      if f.engine_limit is not None else []))   # no line where the engine is unknown
+    """The KV pool, the engine's limit and the context as (x, label, line style), left to right (unknown ones
+    left out: no engine line where the engine is unknown); lines within 5 % of each other (one line on a log
+    axis) share one label."""
+    lines = sorted((x, f"{name} {x:,}", style) for x, name, style in (
+        (f.pool_tokens, "KV pool", "-"), (f.engine_limit, f"{f.engine_label} limit", ":"),
+        (f.context_tokens, "context", "--")) if x)
     out: list[tuple[int, str, str]] = []
     for x, label, style in lines:
         if out and abs(x - out[-1][0]) / out[-1][0] < 0.05:
@@ -67,57 +63,59 @@ def _limit_lines(f) -> list[tuple[int, str, str]]:
     return out
 
 
+PROMPT_TITLE = "Prompt-length distribution"
+
+
 def prompt_lengths(m: IncidentModel) -> Figure:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 3.4))
-    if m.histogram:
-        lo = [b.lo for b in m.histogram]
-        width = [b.hi - b.lo for b in m.histogram]
-        other = [b.n - b.n_affected for b in m.histogram]
-        aff = [b.n_affected for b in m.histogram]
-        ax.bar(lo, other, width=width, align="edge", color="#9aa9b8", label="not affected")
-        ax.bar(lo, aff, width=width, bottom=other, align="edge", color="#c0392b", label="affected")
-        ax.set_xscale("log")
-        ax.set_yscale("symlog", linthresh=10)
+    if not m.histogram:
+        return not_drawn("prompt_lengths", PROMPT_TITLE,
+                         f"no request to {m.facts.model} in the window has a known prompt length")
+    n = sum(b.n for b in m.histogram)
+    return Figure("prompt_lengths", PROMPT_TITLE,
+                  f"{n:,} requests to the model in the window (queries/report/prompt_histogram.sql); "
+                  f"{m.counts.affected:,} affected. Lines: the KV pool, the engine's limit, the context length.",
+                  png(prompt_lengths_figure(m)))
+
+
+def prompt_lengths_figure(m: IncidentModel):
+    """The histogram (bins split at the limit lines: no bar spans one), the lines labelled above the plot,
+    the legend below it."""
+    fig, ax = plt().subplots(figsize=(7.5, 3.4))
+    lo = [b.lo for b in m.histogram]
+    width = [b.hi - b.lo for b in m.histogram]
+    other = [b.n - b.n_affected for b in m.histogram]
+    aff = [b.n_affected for b in m.histogram]
+    ax.bar(lo, other, width=width, align="edge", color="#9aa9b8", label="not affected")
+    ax.bar(lo, aff, width=width, bottom=other, align="edge", color="#c0392b", label="affected")
+    ax.set_xscale("log")
     f = m.facts
-    for i, (x, label, style) in enumerate(_limit_lines(f)):
+    lines = _limit_lines(f)
+    xs = [b.lo for b in m.histogram] + [b.hi for b in m.histogram] + [x for x, _, _ in lines]
+    ax.set_xlim(min(xs) / 1.3, max(xs) * 1.3)
+    log_axis(ax.xaxis, min(xs) / 1.3, max(xs) * 1.3)
+    count_axis(ax, max(b.n for b in m.histogram))
+    for i, (x, label, style) in enumerate(lines):
         ax.axvline(x, color="#222", linestyle=style, linewidth=1)
         # above the plot, horizontal: the first leftwards, the others rightwards one above the other
         ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(-3 if i == 0 else 3, 3 + 10 * max(i - 1, 0)),
                     textcoords="offset points", ha="right" if i == 0 else "left", va="bottom", fontsize=7.5)
     ax.set_xlabel("prompt tokens (log scale)")
     ax.set_ylabel("requests")
-    ax.set_title(f"Prompt lengths, {f.model}, {f.window_start:%Y-%m-%d} to {f.window_end:%Y-%m-%d} UTC", pad=26)
-    if m.histogram:
-        ax.legend(loc="upper left", frameon=False)
-    png = _png(fig)
-    plt.close(fig)
-    n = sum(b.n for b in m.histogram)
-    return Figure("prompt_lengths", "Prompt-length distribution",
-                  f"{n:,} requests to the model in the window (queries/report/prompt_histogram.sql); "
-                  f"{m.counts.affected:,} affected. Lines: the KV pool, the engine's limit, the context length.", png)
+    ax.set_title(f"Prompt lengths, {f.model}, {f.window_start:%Y-%m-%d} to {f.window_end:%Y-%m-%d} UTC",
+                 pad=16 + 10 * max(len(lines) - 1, 1))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False, fontsize=8)
+    return fig
 
 
 def _zoom_range(m: IncidentModel):
     """The response day: from 3 h before awareness (or the last affected response) to 1 h after the last
     event within two days of it."""
-    import datetime as dt
-
     start = m.disclosure.awareness_time or m.counts.last_affected
     if start is None:
         return None
     start = start - dt.timedelta(hours=3)
     later = [e.ts for e in m.timeline if start <= e.ts <= start + dt.timedelta(days=2)]
     return start, (max(later) if later else start + dt.timedelta(hours=6)) + dt.timedelta(hours=1)
-
-
-def _dates(ax, fmt: str | None = None) -> None:
-    """Date ticks that do not collide: few of them, each written once (ConciseDateFormatter) or as fmt."""
-    import matplotlib.dates as mdates
-
-    loc = mdates.AutoDateLocator(minticks=3, maxticks=8)
-    ax.xaxis.set_major_locator(loc)
-    ax.xaxis.set_major_formatter(mdates.DateFormatter(fmt) if fmt else mdates.ConciseDateFormatter(loc))
 
 
 HAND, DATA = "#1f4e79", "#6c7a89"
@@ -140,24 +138,26 @@ def _event_marks(ax, events, x0, x1) -> list[str]:
                     textcoords="offset points", ha="center", va="bottom", fontsize=7.5, fontweight="bold",
                     color=HAND if hand else DATA)
         title = e.title if hand else e.title.split(":")[0] + " (data)"
-        lines.append(f"{n:>2}  {e.ts:%H:%M}  {title[:52]}")
+        when = f"{e.ts:%H:%M}" if e.ts.date() == x0.date() else f"{day_label(e.ts)} {e.ts:%H:%M}"
+        lines.append(f"{n:>2}  {when}  {title[:52]}")
     return lines
 
 
+TIME_TITLE = "Affected responses over time"
+
+
 def affected_time(m: IncidentModel) -> Figure:
-    plt = _plt()
+    if not m.by_hour:
+        return not_drawn("affected_time", TIME_TITLE, "no affected response")
     fig, marks = affected_time_figure(m)
-    png = _png(fig)
-    plt.close(fig)
-    return Figure("affected_time", "Affected responses over time",
+    return Figure("affected_time", TIME_TITLE,
                   f"{m.counts.affected:,} affected responses per hour (queries/report/affected_by_hour.sql) with "
-                  f"{len(marks)} timeline events; below: the day of the response, its events numbered.", png)
+                  f"{len(marks)} timeline events; below: the day of the response, its events numbered.", png(fig))
 
 
 def affected_time_figure(m: IncidentModel):
     """(the matplotlib figure, the events marked on it): the whole period, and the day of the response with
     its events numbered above the plot and listed in a key below it."""
-    plt = _plt()
     zoom = _zoom_range(m)
     marks = [e for e in m.timeline if e.kind in ("model-private", "model-public", "all-prefill-fixed",
                                                   "first-affected", "last-affected") or e.origin == "hand"]
@@ -167,7 +167,7 @@ def affected_time_figure(m: IncidentModel):
     # numbers, the response day, its times, the numbered key in two columns
     parts = [0.3, 1.9, 1.15, 2.0, 0.45, 0.18 * key_rows + 0.05] if zoom else [0.3, 1.9, 0.4]
     height = sum(parts)
-    fig = plt.figure(figsize=(9.5, height))
+    fig = plt().figure(figsize=(9.5, height))
 
     def rect(i: int) -> list[float]:
         top = sum(parts[:i])
@@ -181,18 +181,22 @@ def affected_time_figure(m: IncidentModel):
                       linestyle="--" if e.origin == "hand" else ":", linewidth=0.8)
     whole.yaxis.get_major_locator().set_params(integer=True)
     whole.set_ylabel("affected per hour")
-    whole.set_title("Affected responses per hour (UTC), whole period; dashed: hand-entered events, dotted: derived "
-                    "from the data", fontsize=9, loc="left")
-    _dates(whole)
+    whole.yaxis.set_major_formatter(plain_number)
+    span = [x.replace(tzinfo=None) for x in (m.by_hour[0][0], m.by_hour[-1][0] + dt.timedelta(hours=1))]
+    events = [e.ts.replace(tzinfo=None) for e in marks]
+    period = date_axis(whole, min(span + events), max(span + events))
+    whole.set_title(f"Affected responses per hour ({period}), whole period; dashed: hand-entered events, dotted: "
+                    "derived from the data", fontsize=9, loc="left")
     if zoom:
         z = fig.add_axes(rect(3))
         z.bar(xs, [n for _, n in m.by_hour], width=1 / 24, align="edge", color="#c0392b")
-        z.set_xlim(zoom[0].replace(tzinfo=None), zoom[1].replace(tzinfo=None))
         z.yaxis.get_major_locator().set_params(integer=True)
         z.set_ylabel("affected per hour")
-        _dates(z, "%H:%M")
+        z.yaxis.set_major_formatter(plain_number)
+        date_axis(z, zoom[0].replace(tzinfo=None), zoom[1].replace(tzinfo=None), pad=0)   # event marks: axes fractions
         legend = _event_marks(z, shown, *zoom)
-        z.set_title(f"Response day, {zoom[0]:%Y-%m-%d} {zoom[0]:%H:%M} to {zoom[1]:%H:%M} UTC: numbered events below",
+        to = f"{zoom[1]:%H:%M}" if zoom[1].date() == zoom[0].date() else f"{zoom[1]:%Y-%m-%d %H:%M}"
+        z.set_title(f"Response day, {zoom[0]:%Y-%m-%d %H:%M} to {to} UTC: numbered events below",
                     fontsize=9, loc="left", pad=34)
         key = fig.add_axes(rect(5))
         key.axis("off")
@@ -203,36 +207,44 @@ def affected_time_figure(m: IncidentModel):
     return fig, marks
 
 
+NODES_TITLE = "Prefill nodes' exposure windows"
+
+
 def node_windows(m: IncidentModel) -> Figure:
-    plt = _plt()
     fixes = {f.node: f for f in m.node_fixes if f.role == "prefill"}
     nodes = sorted({n.node for n in m.prefill_nodes if n.node} | set(fixes))
-    fig, ax = plt.subplots(figsize=(7.5, max(1.6, 0.45 * len(nodes) + 1.0)))
+    if not nodes:
+        return not_drawn("node_windows", NODES_TITLE, "no prefill node is named in this case's evidence: engine "
+                         "logs name them, and so does `kvir audit` of the nodes' start-up logs")
+    src = "queries/report/nodes.sql" + (" and queries/report/node_fixes.sql" if fixes else " (audit not run: "
+                                                                                          "no config periods)")
+    return Figure("node_windows", NODES_TITLE, f"{len(nodes)} prefill node(s); from {src}.",
+                  png(node_windows_figure(m, nodes, fixes)))
+
+
+def node_windows_figure(m: IncidentModel, nodes: list[str], fixes: dict):
+    fig, ax = plt().subplots(figsize=(7.5, max(1.6, 0.45 * len(nodes) + 1.0)))
+    xs = []
     for y, node in enumerate(nodes):
         f = fixes.get(node)
         if f and f.vulnerable_from:
-            end = f.fixed_at or m.facts.window_end
-            ax.plot([f.vulnerable_from.replace(tzinfo=None), end.replace(tzinfo=None)], [y, y], color="#e6b0aa",
-                    linewidth=8, solid_capstyle="butt", label="vulnerable config (audit)" if y == 0 else None)
+            span = [f.vulnerable_from.replace(tzinfo=None), (f.fixed_at or m.facts.window_end).replace(tzinfo=None)]
+            ax.plot(span, [y, y], color="#e6b0aa", linewidth=8, solid_capstyle="butt",
+                    label="vulnerable config (audit)" if y == 0 else None)
+            xs += span
         n = next((x for x in m.prefill_nodes if x.node == node), None)
         if n and n.first and n.last:
-            ax.plot([n.first.replace(tzinfo=None), n.last.replace(tzinfo=None)], [y, y], color="#c0392b",
-                    linewidth=3, marker="|", markersize=12,
+            span = [n.first.replace(tzinfo=None), n.last.replace(tzinfo=None)]
+            ax.plot(span, [y, y], color="#c0392b", linewidth=3, marker="|", markersize=12,
                     label="first to last affected response" if y == 0 else None)
-            ax.annotate(f"{n.affected:,}", (n.last.replace(tzinfo=None), y), xytext=(4, 4),
-                        textcoords="offset points", fontsize=7)
+            ax.annotate(f"{n.affected:,}", (span[1], y), xytext=(4, 4), textcoords="offset points", fontsize=7)
+            xs += span
     ax.set_yticks(range(len(nodes)), nodes)
-    ax.set_title("Exposure window of each prefill node (UTC)")
-    if nodes:
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False, fontsize=7)
-        ax.set_ylim(-0.6, len(nodes) - 0.4)
-    _dates(ax)
-    png = _png(fig)
-    plt.close(fig)
-    src = "queries/report/nodes.sql" + (" and queries/report/node_fixes.sql" if fixes else " (audit not run: "
-                                                                                          "no config periods)")
-    return Figure("node_windows", "Prefill nodes' exposure windows",
-                  f"{len(nodes)} prefill node(s); from {src}.", png)
+    ax.set_ylim(-0.6, len(nodes) - 0.4)
+    xs = xs or [m.facts.window_start.replace(tzinfo=None), m.facts.window_end.replace(tzinfo=None)]
+    ax.set_title(f"Exposure window of each prefill node ({date_axis(ax, min(xs), max(xs))})")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False, fontsize=7)
+    return fig
 
 
 def all_figures(m: IncidentModel) -> list[Figure]:

@@ -238,22 +238,22 @@ def _source_rows(case: Case) -> list[dict[str, Any]]:
 
 
 def _export(case: Case, keep_raw: bool) -> dict[str, Path]:
+    """The case's files: formula-safe CSVs, each with its guard recorded in manifest["csv"], and Parquet twins
+    (exact values, no guard) of the tables matched on downstream: affected, accounts, excluded, nodes."""
     p = case.path
     case.run("triage/source_summary")
-    out = {
-        "affected.parquet": write_parquet(case.con, "SELECT * FROM affected", p / "affected.parquet"),
-        "affected.csv": write_csv(case.con, "affected", p / "affected.csv"),
-        "accounts.csv": write_csv(case.con, "accounts", p / "accounts.csv"),
-        "nodes.csv": write_csv(case.con, "nodes", p / "nodes.csv"),
-        "excluded.csv": write_csv(case.con, "excluded", p / "excluded.csv"),
-        "conflicts.csv": write_csv(case.con, "conflicts", p / "conflicts.csv"),
-        "sources.csv": write_csv(case.con, "source_summary", p / "sources.csv"),
-        "quarantine.csv": write_csv(case.con, "quarantine", p / "quarantine.csv",
-                                    columns=["source_file", "source_line", "format", "reason"] + (["raw"] if keep_raw else [])),
-    }
+    guard = case.manifest.setdefault("csv", {})      # each CSV's guard and where its exact values are
+    out = {}
+    for table in ("affected", "accounts", "nodes", "excluded"):
+        out[f"{table}.parquet"] = write_parquet(case.con, f"SELECT * FROM {table}", p / f"{table}.parquet")
+        out[f"{table}.csv"] = write_csv(case.con, table, p / f"{table}.csv", guard=guard, exact=f"{table}.parquet")
+    out["conflicts.csv"] = write_csv(case.con, "conflicts", p / "conflicts.csv", guard=guard)
+    out["sources.csv"] = write_csv(case.con, "source_summary", p / "sources.csv", guard=guard)
+    out["quarantine.csv"] = write_csv(case.con, "quarantine", p / "quarantine.csv", guard=guard,
+                                      columns=["source_file", "source_line", "format", "reason"] + (["raw"] if keep_raw else []))
     # joins of candidates / identities, and the aggregate finding from histograms: only when there are any
     for name, table in (("evidence_joins.csv", "evidence_joins"), ("aggregate_findings.csv", "aggregate_findings"),
                         ("skipped.csv", "skipped_inputs")):
         if case.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]:   # kvir table names
-            out[name] = write_csv(case.con, table, p / name)
+            out[name] = write_csv(case.con, table, p / name, guard=guard)
     return out

@@ -19,17 +19,17 @@ from typing import Any, Callable, Iterable, Iterator, NoReturn
 
 import duckdb
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from kvir.case.store import DEFAULT_MEMORY_LIMIT, is_damage
 from kvir.case.writer import public_path
+from kvir.cli.present.layout import Col, Grid, Para, as_col
 from kvir.core.errors import KvirError, disk_problem
 from kvir.core.jsonable import jsonable
 from kvir.core.progress import stderr
 from kvir.core.text import visible
 
-__all__ = ["stderr", "cell", "table", "say", "fail", "guarded", "echo", "echo_json", "show", "blank"]
+__all__ = ["stderr", "cell", "table", "Col", "say", "fail", "guarded", "echo", "echo_json", "show", "blank"]
 
 # --memory-limit of every command that writes a case (kvir.case.store.memory_limit_setting decides)
 MEMORY_LIMIT_HELP = (f"DuckDB's memory limit, e.g. 4GB; beyond it work spills to disk "
@@ -75,20 +75,25 @@ def cell(value: Any, style: str = "", fmt: str = "{}") -> Text:
     return Text(show(value, fmt), style=style)
 
 
-def table(title: str, columns: Iterable[str | tuple[str, str]], rows: Iterable[Iterable[Any]]) -> Table:
-    """A rich table whose every cell goes through `cell`. A column is a name or (name, 'right')."""
-    t = Table(title=Text(visible(title)), title_justify="left")
-    for c in columns:
-        name, justify = (c, "left") if isinstance(c, str) else c
-        t.add_column(name, overflow="fold", justify=justify)
-    for r in rows:
-        t.add_row(*(cell(v) for v in r))
-    return t
+def table(title: str, columns: Iterable[str | tuple[str, str] | Col], rows: Iterable[Iterable[Any]], *,
+          limit: int | None = None, rest: str = "") -> Grid:
+    """A table laid out at the console's width (kvir.cli.present.layout): every cell goes through `cell`.
+    A column is a name, (name, 'right') or a Col (wrap, below, under). With `limit`, rows past it are
+    counted in one line that points to `rest` (the file or table that holds them all)."""
+    rows = [[cell(v) for v in r] for r in rows]
+    footer = []
+    if limit is not None and len(rows) > limit:
+        footer = [Text(f"... and {len(rows) - limit:,} more row(s)" + (f": {rest}" if rest else ""), style="dim")]
+        rows = rows[:limit]
+    return Grid(Text(visible(title), style="bold"), [as_col(c) for c in columns], rows, footer)
 
 
-def say(*parts: Any, style: str = "") -> None:
-    """One line on stderr; every part is shown as plain text (kvir's words and foreign values alike)."""
-    stderr.print(Text(" ".join(visible(p) for p in parts), style=style), highlight=False, soft_wrap=True)
+def say(*parts: Any, style: str = "", wrap: bool = True) -> None:
+    """A line on stderr, wrapped at the terminal's width at spaces (a path longer than a line after its '/');
+    `wrap=False`: one line as it is, for a command to copy. Every part is shown as plain text (kvir's words
+    and foreign values alike)."""
+    text = Text(" ".join(visible(p) for p in parts), style=style)
+    stderr.print(Para(text) if wrap else text, highlight=False, soft_wrap=not wrap)
 
 
 def fail(e: BaseException | str) -> NoReturn:

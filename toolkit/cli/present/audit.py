@@ -9,7 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from kvir.audit.rules import SEVERITIES
-from kvir.cli.present import blank, cell, show, stderr, table
+from kvir.cli.present import Col, blank, cell, say, show, stderr, table
 
 MAX_PROBLEM_ROWS = 12
 SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": "cyan"}
@@ -50,6 +50,17 @@ def counts_text(f) -> str:
     return ", ".join(parts) or "none"
 
 
+def _settings(r: dict) -> Text:
+    """A node start's build, safety flags and evidence: one line of text under its row."""
+    out = Text(f"{show(r['engine'])} {show(r['version'])}; ")
+    for name, key in (("checksum", "kv_checksum"), ("canary", "kv_canary"), ("deferred release", "deferred_release")):
+        out.append(f"{name} ")
+        out.append_text(_flag(r[key]))
+        out.append(", ")
+    out.append(f"transfer batch cap {show(r['transfer_batch_cap'])}; {_where(r['evidence_file'], r['evidence_line'])}")
+    return out
+
+
 def print_audit(result) -> None:
     nc = result.node_configs
     rows = []
@@ -58,15 +69,12 @@ def print_audit(result) -> None:
         pool = r["pool_tokens"]
         if show(pool) == "-" and show(r.get("pool_bound_tokens")) != "-":
             pool = f"<= {int(r['pool_bound_tokens']):,}"                 # only a bound (--max-total-tokens, ...)
-        rows.append([r["node"], r["role"], _ts(r["ts"]), f"{show(r['engine'])} {show(r['version'])}",
-                     cell(pool, "red" if bad else ""), r["context_len"], r["max_req_input_len"],
-                     _flag(r["kv_checksum"]), _flag(r["kv_canary"]), _flag(r["deferred_release"]),
-                     r["transfer_batch_cap"], _where(r["evidence_file"], r["evidence_line"])])
-    right = ("pool", "context", "max input", "batch cap")
+        rows.append([r["node"], r["role"], _ts(r["ts"]), cell(pool, "red" if bad else ""),
+                     r["context_len"], r["max_req_input_len"], _settings(r)])
     stderr.print(table("Node starts (pool vs context from the start-up logs; ? = not in the evidence)",
-                       [(c, "right") if c in right else c for c in
-                        ("node", "role", "start (UTC)", "engine", "pool", "context", "max input", "checksum",
-                         "canary", "deferred rel.", "batch cap", "evidence")], rows))
+                       ("node", Col("role", below=True), "start (UTC)", Col("pool", right=True),
+                        Col("context", right=True), Col("max input", right=True, below=True),
+                        Col("build, flags, evidence", under=True)), rows))
 
     lacking = [[r["node"], "; ".join(r["missing"])] for r in nc.to_dict("records")
                if r.get("missing") is not None and len(r["missing"])]
@@ -76,10 +84,11 @@ def print_audit(result) -> None:
 
     f = result.findings
     stderr.print(table(f"Findings: {len(f)} ({counts_text(f)})",
-                       ("severity", "status", "rule", "node", "when (UTC)", "finding", "evidence"),
+                       ("severity", "status", "rule", "node", "when (UTC)", Col("evidence", below=True),
+                        Col("finding", under=True)),
                        [[cell(r["severity"], SEVERITY_STYLE.get(r["severity"], "")), r["status"],
-                         f"{r['rule_id']} {r['rule_name']}", r["node"], _ts(r["ts"]), r["message"],
-                         _where(r["evidence_file"], r["evidence_line"])] for r in f.to_dict("records")]))
+                         r["rule_id"], r["node"], _ts(r["ts"]), _where(r["evidence_file"], r["evidence_line"]),
+                         f"{r['rule_name']}: {r['message']}"] for r in f.to_dict("records")]))
 
     ne = result.node_exposure
     if len(ne):
@@ -93,7 +102,8 @@ def print_audit(result) -> None:
                          cell("still exposed", "red") if still else until, r["pool_tokens"], r["context_len"],
                          r["ended_by"]])
         stderr.print(table("Prefill node exposure (pool below context on a build without the fix)",
-                           ("node", "state", "from (UTC)", "until (UTC)", "pool", "context", "ended by"), rows))
+                           ("node", "state", "from (UTC)", "until (UTC)", Col("pool", right=True, below=True),
+                            Col("context", right=True, below=True), Col("ended by", below=True)), rows))
 
     ri = result.runtime_indicators
     if len(ri):
@@ -102,7 +112,8 @@ def print_audit(result) -> None:
                       hours=("hour", "nunique"), signal=("incident_signal", "max"))
                  .reset_index())
         stderr.print(table("Runtime indicators (per node; hourly counts are in runtime_indicators)",
-                           ("node", "indicator", "count", "hours", "first (UTC)", "last (UTC)", "signal"),
+                           ("node", "indicator", Col("count", right=True), Col("hours", right=True),
+                            Col("first (UTC)", below=True), Col("last (UTC)", below=True), "signal"),
                            [[r["node"], r["indicator"], int(r["count"]), int(r["hours"]), _ts(r["first"]),
                              _ts(r["last"]), cell("yes", "red") if r["signal"] else "no"]
                             for r in agg.to_dict("records")]))
@@ -113,9 +124,17 @@ def print_audit(result) -> None:
     shown = [r for r in files.to_dict("records")
              if show(r["note"]) != "-" or r["truncated"] or r["ts_problems"] or r["too_long"]]
     if shown:
-        rows = [[short_path(r["path"]), int(r["lines_read"]), int(r["recognised"]), r["truncated"],
-                 r["ts_problems"], r["too_long"], r["note"]] for r in shown[:MAX_PROBLEM_ROWS]]
+        rows = [[short_path(r["path"]), int(r["lines_read"]), int(r["recognised"]), _problems(r)]
+                for r in shown[:MAX_PROBLEM_ROWS]]
+        stderr.print(table(f"Inputs with problems: {len(shown)} (all of them in the case table audit_problems)",
+                           ("file", Col("lines", right=True), Col("recognised", right=True),
+                            Col("problems", under=True)), rows))
         if len(shown) > MAX_PROBLEM_ROWS:
-            rows.append([f"... and {len(shown) - MAX_PROBLEM_ROWS} more file(s)", "", "", "", "", "", "see audit_problems"])
-        stderr.print(table("Inputs with problems (see audit_problems)",
-                           ("file", "lines", "recognised", "truncated", "time problems", "too long", "note"), rows))
+            say(f"... and {len(shown) - MAX_PROBLEM_ROWS} more file(s): see audit_problems", style="dim")
+
+
+def _problems(r: dict) -> str:
+    counts = [f"{name} {int(r[key]):,}" for name, key in (("truncated lines", "truncated"),
+                                                            ("time problems", "ts_problems"), ("too long", "too_long"))
+              if not blank(r[key]) and int(r[key])]
+    return "; ".join(counts + ([show(r["note"])] if show(r["note"]) != "-" else []))

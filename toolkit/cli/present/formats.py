@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.text import Text
 
-from kvir.cli.present import table
+from kvir.cli.present import Col, table
+from kvir.cli.present.layout import Pairs
 from kvir.ingest.fixture_versions import FIXTURE_VERSIONS
 from kvir.ingest.formats import FORMATS, Format, adapter_doc
 from kvir.ingest.formats import get as get_format
@@ -33,9 +35,11 @@ def _fixtures(f) -> list[str]:
 
 
 def print_formats() -> None:
-    rows = [[f.name, f.title, _times(f), _needs(f), EVIDENCE.get(f.evidence, f.evidence)] for f in FORMATS.values()]
-    Console(width=160).print(table("Formats (`--format NAME`; auto sniffs content; `kvir formats NAME` for one)",
-                                   ("name", "what", "times", "needs", "evidence"), rows))
+    """One row per format (name, what it needs, what evidence it gives); what it is and its times below."""
+    rows = [[f.name, _needs(f), EVIDENCE.get(f.evidence, f.evidence), f"{f.title}; times: {_times(f)}"]
+            for f in FORMATS.values()]
+    Console().print(table("Formats (`--format NAME`; auto sniffs content; `kvir formats NAME` for one)",
+                          ("name", Col("needs", wrap=True), Col("evidence", wrap=True), Col("what", under=True)), rows))
 
 
 def _reader(f: Format) -> str:
@@ -52,15 +56,14 @@ def print_format(name: str) -> None:
     from the adapter's own header (tested against the adapter), and where its fixtures came from."""
     f = get_format(name)
     doc = adapter_doc(f)
-    out = Console(width=160, soft_wrap=True)
-    out.print(f"[bold]{f.name}[/bold]: {f.title}")
+    out = Console()
+    out.print(Text.assemble((f.name, "bold"), f": {f.title}"))
     rows = [("adapter", f"queries/{f.adapter}.sql: {doc.description}"), ("reader", _reader(f)),
             ("times", _times(f)), ("needs", _needs(f)), ("evidence", EVIDENCE.get(f.evidence, f.evidence)),
             ("required", ", ".join(doc.required) or "-"), ("optional", ", ".join(doc.optional) or "-")]
     rows += [("fixtures" if i == 0 else "", line) for i, line in enumerate(_fixtures(f))]
     if f.notes:
         rows.append(("notes", f.notes))
-    for k, v in rows:
-        out.print(f"  {k:<9} {v}", highlight=False, markup=False)
-    out.print("  example", highlight=False)
-    out.print(f"    {doc.example}", highlight=False, markup=False)
+    out.print(Pairs([(k, Text(v)) for k, v in rows]))
+    out.print(Text("  example", style="dim"))
+    out.print(Text(f"    {doc.example}"), soft_wrap=True)   # one record, as it is: copy-paste must work

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from kvir.cli.present import cell, say, stderr, table
+from kvir.cli.present import Col, cell, say, stderr, table
+from kvir.cli.present.layout import Para
+from kvir.core.text import visible
 
 STYLE = {"exposed": "bold red", "not exposed": "bold green", "inconclusive": "bold yellow"}
 
@@ -20,7 +22,7 @@ def print_plan(plan: dict) -> None:
                  ", ".join(f"{x['tokens']:,} ({x['label']})" for x in lengths)])
     rows.append(["rule", "", plan["rule"]])
     title = "Probe plan" + ("" if plan["facts_known"] else " (before anything is sent)")
-    stderr.print(table(title, ("phase", ("requests", "right"), "what"), rows))
+    stderr.print(table(title, ("phase", ("requests", "right"), Col("what", wrap=True)), rows))
     if plan.get("warning"):
         say("warning:", plan["warning"], style="yellow")
 
@@ -57,19 +59,49 @@ class ProgressBar:
             self.progress.update(self.task, completed=sent, total=max(planned, sent))
 
 
+def lines(label: str, text: str, style: str = "") -> None:
+    """'label text' on stderr, wrapped at spaces to the terminal's width (a path or a URL stays whole)."""
+    stderr.print(Para(Text.assemble((label, style or "bold"), " ", visible(text))), highlight=False)
+
+
 def print_result(result) -> None:
+    """What failed first (no HTTP answer, or no request served), what the server said, the checks, the
+    findings, then the verdict."""
     f = result.facts or {}
-    say(f"server: engine {f.get('engine')} {f.get('version') or ''}, context {f.get('context')}, pool {f.get('pool')}, "
-        f"max_req_input_len {f.get('max_req_input_len')}, PD mode {f.get('pd_mode')}")
-    stderr.print(table("Checks", ("check", "verdict", "why"),
+    if result.failed_first:
+        lines(f"endpoint {visible(result.options.get('endpoint'))}:", result.failed_first, "bold yellow")
+    if not f.get("unreachable"):
+        lines("discovery:", answers(f))
+        lines("server:", server_line(f))
+    stderr.print(table("Checks", ("check", "verdict", Col("why", under=True)),
                        [[c.name, cell(c.verdict, STYLE[c.verdict]), c.reason] for c in result.checks]))
     if result.findings:
         rows = [[x.rule_id, x.severity, x.message] for x in result.findings[:40]]
         if len(result.findings) > 40:
             rows.append(["...", "", f"{len(result.findings) - 40} more in --json / --output"])
-        stderr.print(table("Findings (ids, lengths and hashes only)", ("rule", "severity", "finding"), rows))
+        stderr.print(table("Findings (ids, lengths and hashes only)", ("rule", "severity", Col("finding", under=True)),
+                           rows))
     for n in result.notes:
-        say("note:", n)
-    line = Text(f"verdict: {result.verdict}", style=STYLE[result.verdict])
-    line.append(Text(f" ({result.reason}); {result.sent} requests in {result.wall_s:.1f} s"))
-    stderr.print(cell(line), highlight=False)
+        lines("note:", n)
+    reason = result.reason
+    if result.failed_first and reason.startswith(result.failed_first):     # said first, above
+        reason = reason[len(result.failed_first):].lstrip("; ") or "see above"
+    lines(f"verdict: {result.verdict}", f"({reason}); {result.sent} request{'' if result.sent == 1 else 's'} in "
+          f"{result.wall_s:.1f} s", STYLE[result.verdict])
+
+
+def answers(facts: dict) -> str:
+    """Each discovery route and what came back: its HTTP status, or why there was none ('/v1/models: 401')."""
+    fails = facts.get("failures") or {}
+    return ", ".join(f"{path}: {st if st is not None else fails.get(path, 'no answer')}"
+                     for path, st in (facts.get("answered") or {}).items())
+
+
+def server_line(facts: dict) -> str:
+    """What the server said about itself (unknown where it did not say)."""
+    def num(key: str) -> str:
+        return f"{facts[key]:,}" if isinstance(facts.get(key), int) else "unknown"
+
+    engine = " ".join(str(x) for x in (facts.get("engine") or "unknown", facts.get("version")) if x)
+    return (f"engine {engine}, context {num('context')}, pool {num('pool')}, max_req_input_len "
+            f"{num('max_req_input_len')}, PD mode {facts.get('pd_mode') or 'unknown'}")

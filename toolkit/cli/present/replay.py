@@ -3,7 +3,7 @@
 Leaked token ids (synthetic stand-ins for text) only with --show-text."""
 from __future__ import annotations
 
-from kvir.cli.present import say, show, stderr, table
+from kvir.cli.present import Col, say, show, stderr, table
 
 
 def print_replay(run, *, show_text: bool = False) -> None:
@@ -25,12 +25,11 @@ def print_replay(run, *, show_text: bool = False) -> None:
             top = owners[0] if owners else None
             basis = getattr(row, "build_basis", None)
             rows.append([row.request_id, row.build + (f" ({basis})" if row.build_role == "incident" and basis else ""),
-                         row.account_id, row.verdict, show(row.http_status), show(row.stage), len(owners),
-                         row.leaked_tokens, top["account_id"] if top else ""])
+                         row.verdict, show(row.http_status), _reading(row, owners, top)])
         stderr.print(table("responses per build ((ran): the start-up evidence names the build the response's prefill "
                            "node ran; (assumed): it does not, see below)",
-                           ("request", "build", "account", "verdict", "HTTP", "stage", "foreign requests",
-                            "foreign tokens", "top source account"), rows))
+                           ("request", "build", "verdict", Col("HTTP", right=True), Col("what it read", under=True)),
+                           rows))
         why = {}
         for row in r.itertuples(index=False):
             if row.build_role != "incident":
@@ -55,3 +54,12 @@ def print_replay(run, *, show_text: bool = False) -> None:
                              row.source_requests, row.reader_responses, row.reader_accounts, int(row.tokens)]
                             for row in src.itertuples(index=False)]))
     say(f"case: {run.case.path}  (replay_results, replay_exposure; replay_exposure.csv)")
+
+
+def _reading(row, owners: list, top) -> str:
+    """Under a response's row: its account, the stage it ended in, and whose KV it read."""
+    text = f"account {show(row.account_id)}; stage {show(row.stage)}; "
+    if not owners:
+        return text + "no foreign KV read"
+    return text + (f"{int(row.leaked_tokens):,} foreign token(s) from {len(owners):,} request(s), "
+                   f"most from account {show(top['account_id'])}")

@@ -1,7 +1,7 @@
 """`kvir report`'s summary on stderr: each document, its validator and the result."""
 from __future__ import annotations
 
-from kvir.cli.present import cell, say, stderr, table
+from kvir.cli.present import Col, cell, say, stderr, table
 
 
 def print_report(result) -> None:
@@ -10,7 +10,7 @@ def print_report(result) -> None:
         res = cell("not validated", "yellow") if v.valid is None else \
             cell("valid", "green") if v.valid else cell(f"INVALID ({len(v.errors)})", "bold red")
         rows.append([v.document, v.validator, res])
-    stderr.print(table(f"Reports in {result.out_dir}", ("document", "validator", "result"), rows))
+    stderr.print(table(f"Reports in {result.out_dir}", ("document", Col("validator", below=True), "result"), rows))
     say(f"{len(result.artifacts)} artifacts; open {result.index}")
     for w in result.warnings:
         say("warning:", w, style="yellow")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from kvir.cli.present import say, stderr, table
+from kvir.cli.present import Col, say, stderr, table
 from kvir.ingest.formats import FORMATS
 
 
@@ -28,30 +28,66 @@ def zone_shown(source: dict) -> str:
     return "UTC (by format)" if fmt.times_utc else "UTC (from the records)"
 
 
-def print_triage(result) -> None:
-    s, sources = result.summary, result.sources
-    cols = ("read", "parsed", "requests", "quarantined")
-    rows = [[name, r["format"], *(r[c] for c in cols)] for name, r in zip(relative([str(r["label"]) for r in sources]), sources)]
+MAX_INPUT_ROWS = 12     # more inputs than this: those with quarantined records, then one row per format
+
+
+def input_rows(sources: list[dict], cols: tuple[str, ...]) -> list[list]:
+    """Per input: name, format and counts; past MAX_INPUT_ROWS inputs, the ones with quarantined records
+    (up to that many) and then one row per format for the rest, so the rows still add up to "all inputs"."""
+    names = relative([str(r["label"]) for r in sources])
+    if len(sources) <= MAX_INPUT_ROWS:
+        rows = [[name, r["format"], *(r[c] for c in cols)] for name, r in zip(names, sources)]
+    else:
+        bad = [i for i, r in enumerate(sources) if r["quarantined"]][:MAX_INPUT_ROWS]
+        rows = [[names[i], sources[i]["format"], *(sources[i][c] for c in cols)] for i in bad]
+        rest: dict[str, list[dict]] = {}
+        for i, r in enumerate(sources):
+            if i not in bad:
+                rest.setdefault(r["format"], []).append(r)
+        rows += [[f"{len(rs):,} {'more ' if bad else ''}input(s)", fmt, *(sum(r[c] for r in rs) for c in cols)]
+                 for fmt, rs in rest.items()]
     if len(sources) > 1:
         rows.append(["all inputs", "", *(sum(r[c] for r in sources) for c in cols)])
-    stderr.print(table("Inputs: read = parsed + quarantined (per file)",
-                       ["input", "format", *((c, "right") for c in cols)], rows))
+    return rows
+
+
+def print_inputs(sources: list[dict]) -> None:
+    """Inputs: read = parsed + quarantined, per file (sources.csv holds every one)."""
+    cols = ("read", "parsed", "requests", "quarantined")
+    title = "Inputs: read = parsed + quarantined (per file" + ("; every file in sources.csv)"
+                                                                 if len(sources) > MAX_INPUT_ROWS else ")")
+    stderr.print(table(title, ["input", Col("format", below=True), *(Col(c, right=True) for c in cols)],
+                       input_rows(sources, cols)))
+
+
+def utc_text(value) -> str:
+    """A summary time ('2026-08-27T01:52:09+00:00') as the tables write times: 2026-08-27 01:52:09Z."""
+    return "-" if not value else str(value).replace("T", " ").replace("+00:00", "Z")
+
+
+def print_triage(result) -> None:
+    s, sources = result.summary, result.sources
+    print_inputs(sources)
     skipped = result.case.con.execute("SELECT path, reason FROM skipped_inputs ORDER BY path").fetchall()
     if skipped:
-        stderr.print(table(f"Skipped: {len(skipped)} file(s) that cannot be inputs (skipped.csv)", ("file", "reason"),
-                           [[name, reason] for name, (_, reason) in zip(relative([p for p, _ in skipped]), skipped)]))
+        stderr.print(table(f"Skipped: {len(skipped)} file(s) that cannot be inputs (skipped.csv)",
+                           ("file", Col("reason", under=True)),
+                           [[name, reason] for name, (_, reason) in zip(relative([p for p, _ in skipped]), skipped)],
+                           limit=MAX_INPUT_ROWS, rest="skipped.csv"))
 
     settings: dict[tuple, int] = {}
     for r in sources:
         key = (r["format"], r["chosen_by"].split(" (")[0], zone_shown(r), r["served_model"] or "-",
                r["served_model_source"] or "-")
         settings[key] = settings.get(key, 0) + 1
-    stderr.print(table("How each input was read", ("files", "format", "chosen", "time zone", "served model", "model from"),
-                       [[n, *key] for key, n in settings.items()]))
+    stderr.print(table("How each input was read",
+                       ("format", Col("files", right=True), Col("chosen", below=True), Col("time zone", wrap=True),
+                        "served model", Col("model from", below=True)),
+                       [[key[0], n, *key[1:]] for key, n in settings.items()]))
     noted = [(name, note) for name, r in zip(relative([str(r["label"]) for r in sources]), sources)
              for note in (r.get("notes") or [])]
     if noted:
-        stderr.print(table("Notes on inputs (sources.csv)", ("input", "note"), [list(x) for x in noted]))
+        stderr.print(table("Notes on inputs (sources.csv)", ("input", Col("note", under=True)), [list(x) for x in noted]))
 
     eng = s.get("serving_engine") or {}
     if eng:
@@ -83,7 +119,7 @@ def print_triage(result) -> None:
         (f"other rule would drop ({other})", s["other_rule_drops"]),
     ]
     rows += [(f"  flagged requests judged by: {src}", n) for src, n in (s.get("threshold_sources") or {}).items()]
-    rows.append(("first / last affected (UTC)", f"{s['first_affected'] or '-'} / {s['last_affected'] or '-'}"))
+    rows += [("first affected (UTC)", utc_text(s["first_affected"])), ("last affected (UTC)", utc_text(s["last_affected"]))]
     joined = sum(s.get(k) or 0 for k in ("join_matched", "join_unmatched", "join_ambiguous"))
     if joined:
         rows.append((f"joined by id or ±{s.get('join_tolerance_s') or 0:g} s: matched / ambiguous / unmatched",
@@ -96,7 +132,7 @@ def print_triage(result) -> None:
     if s.get("aggregate_series"):
         rows.append(("aggregate finding (Prometheus histograms: bounds, not requests)",
                      f"between {s['aggregate_lower']:,} and {s['aggregate_upper']:,}"))
-    stderr.print(table(f"Triage {s['incident']}: {s['rule']}", ("count", ("value", "right")), rows))
+    stderr.print(table(f"Triage {s['incident']}: {s['rule']}", (Col("count", wrap=True), Col("value", right=True)), rows))
     if s.get("aggregate_series"):
         _print_aggregates(result)
     if joined:
@@ -112,7 +148,8 @@ def _print_aggregates(result) -> None:
     names = relative([str(r[0]) for r in rows])
     stderr.print(table("Aggregate finding (not request-level evidence): requests above the threshold implied by "
                        "prompt-token histograms",
-                       ("scrape", "histogram", "model", ("between", "right"), ("and", "right"), "threshold", "over"),
+                       ("scrape", Col("histogram", below=True), Col("model", below=True), ("between", "right"),
+                        ("and", "right"), Col("threshold", below=True), Col("over", below=True)),
                        [[name, *r[1:]] for name, r in zip(names, rows)]))
 
 
@@ -127,7 +164,8 @@ def _print_joins(result) -> None:
     stderr.print(table("Evidence joins (evidence_joins.csv; own: records that stay requests of their own)",
                        ("source", "pass", "status", "keys", ("records", "right"), ("own", "right"),
                         ("tolerance", "right")),
-                       [[name, r[1], r[2], r[3], r[4], r[5], f"±{r[6]:g} s"] for name, r in zip(names, rows)]))
+                       [[name, r[1], r[2], r[3], r[4], r[5], f"±{r[6]:g} s"] for name, r in zip(names, rows)],
+                       limit=2 * MAX_INPUT_ROWS, rest="evidence_joins.csv"))
 
 
 def print_carried(result) -> None:
