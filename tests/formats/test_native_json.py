@@ -46,7 +46,7 @@ def _ingest(tmp_path: Path, files: list[Path], native_min_bytes: int, **kw) -> d
         ingest(case, plan_sources(files, load_spec(spec), opts), opts)
         con = case.con
         return {
-            "records": con.execute("SELECT * EXCLUDE (source_id) FROM records_text ORDER BY source_id, source_line").fetchall(),
+            "records": con.execute("SELECT * EXCLUDE (source_id) FROM records ORDER BY source_id, source_line").fetchall(),
             "counts": con.execute("SELECT source_id, kind, reason, n FROM source_counts ORDER BY ALL").fetchall(),
             "quarantine": con.execute("SELECT source_id, source_line, reason FROM quarantine ORDER BY ALL").fetchall(),
             "sha256": con.execute("SELECT sha256 FROM sources ORDER BY source_id").fetchall(),

@@ -175,9 +175,9 @@ def _scope_counts(case: Case, params: dict[str, Any]) -> tuple[int, int | None]:
     con = case.con
     is_table = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'requests'").fetchone()[0] > 0
     in_place = con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE 'records_src%'").fetchone()[0] > 0
-    if is_table or not in_place:   # a table, or a view over the text records: counting is cheap
-        total = con.execute("SELECT count(*) FROM requests").fetchone()[0]
-        return total, case.run("triage/in_scope", params, fetch=True)[0][0]
+    if is_table or not in_place:   # a table, or a view over the records read into the case: one scan
+        total, in_scope = case.run("triage/in_scope", params, fetch=True)[0]
+        return total, in_scope
     total = con.execute("SELECT coalesce(sum(n), 0) FROM source_counts WHERE kind = 'request'").fetchone()[0]
     if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'requests_grouped'").fetchone()[0]:
         total -= con.execute("SELECT coalesce(sum(n_records) - count(*), 0) FROM requests_grouped").fetchone()[0]
