@@ -22,37 +22,30 @@
 -- line reader and queries/parse/sglang_json_lines.sql, or for a big file of bare JSON lines by DuckDB's
 -- own JSON reader, queries/parse/sglang_json_native.sql: both give the same rows); the common case is
 -- decided by the first WHEN, and reasons are only worked out for the rows that are not requests;
--- the parse query hands over the source's settings (tz_*, s_role) only where a time is converted. It, not
--- this query, attaches them: the line reader's lines by a join, DuckDB's JSON reader's rows as
--- constants, since a join would cost that read the file order its line numbers come from.
-WITH kinds AS (
-    SELECT p.*, p.j.event = 'request.finished' AS finished, p.rej.tokens <> '' AS rejection
+-- the source's settings (tz_*, s_role) come with the input, attached by the parse query: to the line
+-- reader's lines by a join, where a time is converted; to DuckDB's JSON reader's rows as constants (a
+-- join there would lose the file order that numbers the lines: kvir.ingest.native).
+WITH fields AS (
+    SELECT p.source_id, p.line_no, p.problem, p.text, p.payload, p.j,
+        p.j.event = 'request.finished' AS finished,
+        p.rej.tokens <> '' AS rejection,
+        kvir_text(coalesce(p.j.rid, p.j.obj.rid, p.j.out.meta_info.id)) AS rid,
+        kvir_text(p.j.obj.bootstrap_room) AS room,
+        kvir_count(p.j.out.meta_info.prompt_tokens) AS logged_prompt,
+        CASE WHEN p.j.out.meta_info.finish_reason.type = 'abort'
+             THEN kvir_sglang_rejected_len(p.j.out.meta_info.finish_reason.message) END AS rejected_len,
+        kvir_count(p.j.out.meta_info.completion_tokens) AS completion_tokens,
+        kvir_count(p.j.out.meta_info.cached_tokens) AS cached_tokens,
+        TRY_CAST(p.j.out.meta_info.e2e_latency AS DOUBLE) AS latency_s,
+        p.j.out.meta_info.finish_reason.type AS ftype,
+        TRY_CAST(p.j.out.meta_info.finish_reason.status_code AS INTEGER) AS fstatus,
+        coalesce(p.j.timestamp, nullif(p.rej.stamp, '')) AS stamp,
+        p.rej, p.tz_iana, p.tz_offset_min, p.s_role, p.tz_spans
     FROM __input__ AS p
 ),
-fields AS (   -- worked out only for a finished event or a rejection: every other line is counted, not read
-    SELECT k.source_id, k.line_no, k.problem, k.text, k.payload, k.j, k.finished, k.rejection, k.rej,
-        k.tz_iana, k.tz_offset_min, k.s_role, CASE WHEN k.finished OR k.rejection THEN {
-            'rid': kvir_text(coalesce(k.j.rid, k.j.obj.rid, k.j.out.meta_info.id)),
-            'room': kvir_text(k.j.obj.bootstrap_room),
-            'logged_prompt': kvir_count(k.j.out.meta_info.prompt_tokens),
-            'rejected_len': CASE WHEN k.j.out.meta_info.finish_reason.type = 'abort'
-                                 THEN kvir_sglang_rejected_len(k.j.out.meta_info.finish_reason.message) END,
-            'completion_tokens': kvir_count(k.j.out.meta_info.completion_tokens),
-            'cached_tokens': kvir_count(k.j.out.meta_info.cached_tokens),
-            'latency_s': TRY_CAST(k.j.out.meta_info.e2e_latency AS DOUBLE),
-            'ftype': k.j.out.meta_info.finish_reason.type,
-            'fstatus': TRY_CAST(k.j.out.meta_info.finish_reason.status_code AS INTEGER),
-            'stamp': coalesce(k.j.timestamp, nullif(k.rej.stamp, '')),
-            'ts_fin': kvir_local_ts_to_utc(coalesce(k.j.timestamp, nullif(k.rej.stamp, '')),
-                                           kvir_naive_ts(coalesce(k.j.timestamp, nullif(k.rej.stamp, ''))),
-                                           k.tz_iana, k.tz_offset_min, k.tz_spans)} END AS f
-    FROM kinds AS k
-),
-timed AS (
-    SELECT x.source_id, x.line_no, x.problem, x.text, x.payload, x.j, x.finished, x.rejection, x.rej, x.tz_iana,
-        x.tz_offset_min, x.s_role, x.f.rid, x.f.room, x.f.logged_prompt, x.f.rejected_len, x.f.completion_tokens,
-        x.f.cached_tokens, x.f.latency_s, x.f.ftype, x.f.fstatus, x.f.stamp, x.f.ts_fin
-    FROM fields AS x
+timed AS (    -- a time is converted where the parse query gave the source's settings (finished events, rejections)
+    SELECT f.*, kvir_local_ts_to_utc(f.stamp, kvir_naive_ts(f.stamp), f.tz_iana, f.tz_offset_min, f.tz_spans) AS ts_fin
+    FROM fields AS f
 )
 SELECT
     t.source_id,
@@ -82,7 +75,7 @@ SELECT
     CASE WHEN t.rejection THEN coalesce(nullif(t.rej.rid, ''), t.rej.rid_dq) ELSE t.rid END AS request_id,
     t.room AS bootstrap_room,
     CASE WHEN t.rejection THEN t.ts_fin ELSE t.ts_fin - coalesce(kvir_span(t.latency_s), INTERVAL 0 SECOND) END AS ts,
-    CASE WHEN t.rejection THEN NULL ELSE t.ts_fin END AS ts_end,
+    CASE WHEN t.rejection THEN NULL ELSE t.ts_fin END AS ts_end,   -- not NOT t.rejection: NULL on every other line
     CASE WHEN t.rejection THEN CAST(t.rej.tokens AS BIGINT) ELSE coalesce(t.rejected_len, t.logged_prompt) END AS prompt_tokens,
     t.cached_tokens,
     t.completion_tokens,
