@@ -125,14 +125,15 @@ def triage(incident: str | Path | IncidentSpec, paths: list[str | Path] | None =
 
                 lake = reporter.run("triage on Spark", lambda: triage_on_spark(
                     case, lakes, queries, params, master=spark_master, conf=spark_conf))
-            else:
-                for name in queries:
-                    reporter.run(name.split("/")[1], lambda n=name: case.run(n, params), con=case.con)
-            # aggregate finding: what Prometheus histograms imply (bounds, never requests)
-            case.run("triage/aggregate_bounds", params)
-            params["requests_total"], params["in_scope"] = (_scope_counts(case, params) if lake is None
-                                                            else (lake.requests, None))
-            case.run("triage/summary", params)   # the case table triage_summary: what the reports state too
+            with case.transaction():     # the small tables of a triage: one commit, not one each
+                if engine != "spark":
+                    for name in queries:
+                        reporter.run(name.split("/")[1], lambda n=name: case.run(n, params), con=case.con)
+                # aggregate finding: what Prometheus histograms imply (bounds, never requests)
+                case.run("triage/aggregate_bounds", params)
+                params["requests_total"], params["in_scope"] = (_scope_counts(case, params) if lake is None
+                                                                else (lake.requests, None))
+                case.run("triage/summary", params)   # the case table triage_summary: what the reports state too
             row = case.con.execute("SELECT * FROM triage_summary").fetchall()
             cols = [d[0] for d in case.con.description]
         summary = _summary(spec, dict(zip(cols, row[0])))
