@@ -35,11 +35,11 @@ def _bare_lines(path: Path) -> list[str]:
     return out
 
 
-def _ingest(tmp_path: Path, files: list[Path], native_min_bytes: int, **kw) -> dict:
-    """Ingest the files (sglang-json, UTC, the fixture's model); the case's rows, counts and readers."""
+def _ingest(tmp_path: Path, files: list[Path], native_min_bytes: int, source_tz: str = "UTC", **kw) -> dict:
+    """Ingest the files (sglang-json, the fixture's model); the case's rows, counts, requests and readers."""
     spec = tmp_path / "incident.toml"
-    spec.write_text(spec_text())
-    opts = IngestOptions(format="sglang-json", source_tz="UTC", served_model="zai-org/GLM-5.3",
+    spec.write_text(spec_text().replace("2026-09-09T19:40:00Z", "2026-11-30T00:00:00Z"))   # DST ends inside
+    opts = IngestOptions(format="sglang-json", source_tz=source_tz, served_model="zai-org/GLM-5.3",
                          native_min_bytes=native_min_bytes, **kw)
     case = Case.create(tmp_path / f"case-{native_min_bytes}")
     try:
@@ -50,6 +50,8 @@ def _ingest(tmp_path: Path, files: list[Path], native_min_bytes: int, **kw) -> d
             "counts": con.execute("SELECT source_id, kind, reason, n FROM source_counts ORDER BY ALL").fetchall(),
             "quarantine": con.execute("SELECT source_id, source_line, reason FROM quarantine ORDER BY ALL").fetchall(),
             "sha256": con.execute("SELECT sha256 FROM sources ORDER BY source_id").fetchall(),
+            "requests": con.execute("SELECT * FROM requests ORDER BY ALL").fetchall(),
+            "conflicts": con.execute("SELECT * FROM conflicts ORDER BY ALL").fetchall(),
             "readers": [e.get("reader") for e in case.manifest["inputs"]],
         }
     finally:
@@ -57,6 +59,7 @@ def _ingest(tmp_path: Path, files: list[Path], native_min_bytes: int, **kw) -> d
 
 
 def _both(tmp_path: Path, files: list[Path], **kw) -> tuple[dict, dict]:
+    """The same files read natively (every eligible file) and by the line reader alone."""
     return _ingest(tmp_path, files, NATIVE, **kw), _ingest(tmp_path, files, LINES, **kw)
 
 
@@ -187,3 +190,105 @@ def test_kvir_native_min_bytes_sets_the_threshold_from_the_command_line(tmp_path
     res = CliRunner().invoke(app, ["triage", "-q", "-i", str(spec), "-o", str(tmp_path / "case-bad"),
                                    "--source-tz", "UTC", str(f)])
     assert res.exit_code == 2 and "KVIR_NATIVE_MIN_BYTES must be a size in bytes or 'off'" in res.output
+
+
+def _suite_faults() -> dict[str, list[str | bytes]]:
+    """The faults the rest of the suite puts in SGLang JSON request logs (tests/test_volume_faults.py,
+    tests/test_triage_inputs.py, tests/test_triage_sglang.py), and more of each kind, as bare JSON lines:
+    file name -> lines (bytes where the line is not valid UTF-8)."""
+    from tests.conftest import sglang_finished as fin, sglang_received as rec
+    from tests.test_volume_faults import _conflicting_lines
+
+    bad_utf8 = fin("2026-08-30T10:00:00", "rid-@@-1", 700000).encode().replace(b"@@", b"\xff\xfe")
+    return {
+        "conflicts.jsonl": _conflicting_lines(),
+        "conflicts-reversed.jsonl": _conflicting_lines()[::-1],
+        "prefill-0.jsonl": [fin("2026-08-30T10:00:01", "p1", 1, room=42), fin("2026-08-30T10:00:02", "p2", 5, room=43)],
+        "decode-0.jsonl": [fin("2026-08-30T10:00:09", "d1", 700000, room=42), rec("2026-08-30T10:00:00", "d1")],
+        "bad-utf8.jsonl": [bad_utf8, fin("2026-08-30T10:00:05", "rid-ok", 700001),
+                           fin("2026-08-30T10:00:07", "rid-\ufffd-real", 700002)],
+        "times.jsonl": [fin("1989-06-01T00:00:00", "old", 700000), fin("2101-01-01T00:00:00", "future", 700000),
+                        fin("2026-11-01T01:30:00", "fold", 700000, latency=0.0),     # twice in America/Chicago
+                        fin("2026-03-08T02:30:00", "gap", 700000, latency=0.0),      # never in America/Chicago
+                        fin("not a time", "nat", 700000), fin("2026-08-30T10:00:00+02:00", "offset", 700000),
+                        fin("2026-08-30 10:00", "minutes", 700000), fin("1788000000", "epoch", 700000)],
+        "fields.jsonl": [fin("2026-08-30T10:00:00", "neg", -1), fin("2026-08-30T10:00:00", "frac", 700000.5),
+                         fin("2026-08-30T10:00:00", "float", 700000.0), fin("2026-08-30T10:00:00", "str", "700000"),
+                         fin("2026-08-30T10:00:00", "bool", True), fin("2026-08-30T10:00:00", "nolen", None),
+                         fin("2026-08-30T10:00:00", "lat-neg", 700000, latency=-1.0),
+                         fin("2026-08-30T10:00:00", "lat-huge", 700000, latency=1e9),
+                         fin("2026-08-30T10:00:00", "abort400", 700000, ftype="abort", status=400),
+                         fin("2026-08-30T10:00:00", "abort", 700000, ftype="abort"),
+                         fin("2026-08-30T10:00:00", "noreason", 700000, ftype=None),
+                         fin("2026-08-30T10:00:00", "  ", 700000),
+                         json.dumps({"timestamp": "2026-08-30T10:00:00", "event": "request.finished"}),
+                         json.dumps({"timestamp": "2026-08-30T10:00:00", "rid": "noevent"}),
+                         json.dumps({"timestamp": "2026-08-30T10:00:00", "event": "request.other", "rid": "x"}),
+                         json.dumps({"event": "request.finished", "rid": "notime",
+                                     "out": {"meta_info": {"prompt_tokens": 700000}}}),
+                         json.dumps({"timestamp": "2026-08-30T10:00:00", "event": "request.finished", "rid": "\u00e9t\u00e9",
+                                     "out": {"meta_info": {"prompt_tokens": 7e5, "e2e_latency": "1.5"}}})],
+        "empty-object.jsonl": [fin("2026-08-30T10:00:00", "e1", 700000), "{}"],     # the line reader only
+    }
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/Chicago", "+05:30"])
+def test_every_fault_of_the_suite_reads_the_same_natively(tmp_path, zone):
+    """Each fault file on its own (one ingest, each source decided alone): what reaches the case -
+    records, counts, quarantine, requests (merged), conflicts - is the line reader's, whichever reader
+    DuckDB's checks let read it."""
+    files = []
+    for name, lines in _suite_faults().items():
+        data = b"\n".join(x if isinstance(x, bytes) else x.encode() for x in lines) + b"\n"
+        files.append(tmp_path / name)
+        files[-1].write_bytes(data)
+    native, plain = _both(tmp_path, files, source_tz=zone)
+    read_natively = [r for r in native["readers"] if r.startswith("DuckDB")]
+    assert len(read_natively) == 6, native["readers"]     # all but invalid UTF-8 and {}: no blanket refusal
+    for key in ("records", "counts", "quarantine", "requests", "conflicts", "sha256"):
+        assert native[key] == plain[key], key
+    assert plain["conflicts"] and plain["quarantine"]          # the faults are there to be compared
+
+
+def test_a_file_of_many_blocks_keeps_every_line_number(tmp_path):
+    """DuckDB's reader parses a file in blocks on every thread: the line numbers must still be the lines'
+    (each record's id here says its line). 200,000 lines in blocks of a few MiB (--max-line-bytes 1 MiB)."""
+    from tests.conftest import sglang_finished as fin, sglang_received as rec
+
+    n = 100_000
+    lines = [x for i in range(n) for x in (rec("2026-08-30T10:00:00", f"r{2 * i + 2}"),
+                                           fin("2026-08-30T10:00:01", f"r{2 * i + 2}", 700000 + i))]
+    f = _write(tmp_path, "decode-0.jsonl", lines)
+    got = _ingest(tmp_path, [f], NATIVE, max_line_bytes=1 << 20)
+    assert got["readers"][0].startswith("DuckDB read_ndjson")
+    numbered = [(line, rid) for line, rid in ((r[0], r[3]) for r in got["records"])]
+    assert len(numbered) == n and all(rid == f"r{line}" for line, rid in numbered)
+    assert got["counts"] == [(1, "request", None, n), (1, "skip", "request.received event (not a request)", n)]
+
+
+def test_a_plan_that_could_reorder_rows_is_refused(tmp_path):
+    """The order check reads DuckDB's plan: a cross product with one settings row keeps the file's order
+    (its first child streams), a hash join does not (measured: most rows of a 1 M-line file moved)."""
+    import duckdb
+
+    from kvir.ingest.native import _keeps_order
+
+    f = _write(tmp_path, "a.jsonl", [json.dumps({"rid": f"r{i}"}) for i in range(3)])
+    con = duckdb.connect()
+    con.execute("CREATE TABLE s AS SELECT 1 AS source_id, 'UTC' AS tz")
+    read = "(SELECT 1 AS source_id, rid FROM read_ndjson($p, columns = {rid: 'VARCHAR'}))"
+    assert _keeps_order(con, f"SELECT r.rid, s.tz FROM {read} AS r CROSS JOIN s", {"p": str(f)})
+    assert not _keeps_order(con, f"SELECT r.rid, s.tz FROM {read} AS r JOIN s USING (source_id)", {"p": str(f)})
+    assert not _keeps_order(con, f"SELECT rid FROM {read} ORDER BY rid DESC", {"p": str(f)})
+
+
+def test_a_file_that_grows_while_it_is_read_is_noticed(tmp_path):
+    """The digest must be of exactly the bytes parsed: a file that changes between the two reads (here:
+    lines appended during the check's read) goes to the line reader, which hashes what it parses."""
+    p = _write(tmp_path, "f.jsonl", [_record(i) for i in range(1, 4)])
+    assert not check_file(p, 1 << 20, None, hashed=True).changed
+
+    def grow(_n: int) -> None:
+        with open(p, "a") as fh:
+            fh.write(_record(9) + "\n")
+    assert check_file(p, 1 << 20, grow, hashed=True).changed
