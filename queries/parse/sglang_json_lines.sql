@@ -1,13 +1,12 @@
 -- sglang_json_lines: SGLang request-log lines as queries/adapters/sglang_json.sql reads them: each line's JSON object (alone or after the handler's prefix) or its scheduler rejection.
 -- Params: none
--- Inputs: __input__ (numbered lines: source_id, line_no, line, line_bytes, repaired, problem), __settings__ (one row per source_id)
+-- Inputs: __input__ (numbered lines: source_id, line_no, line, problem; from kvir's line reader or queries/parse/lines_csv.sql)
 --
 -- One row per line: source_id, line_no, problem (the reader's, e.g. an over-long line handed over
 -- empty), text (the line), payload (the JSON object's text, or NULL when the line holds none), j (the
 -- record's fields, all VARCHAR as written; NULL when the payload is not valid JSON) and rej (the
--- scheduler's rejection line, read only where there is no JSON object), and the source's tz_iana,
--- tz_offset_min, tz_spans and role (s_role) on the lines whose time the adapter converts (a finished
--- event or a rejection; NULL elsewhere: the join copies them into each row it matches).
+-- scheduler's rejection line, read only where there is no JSON object). Row for row, in the order of
+-- its input (no join): a file read by DuckDB's CSV reader keeps its line numbers.
 -- json_extract_string with a list of paths parses each line once and is about twice as fast as
 -- from_json with a struct type here; the two give the same value for every field (a number as its
 -- text, an object or array as its JSON, a missing key or null as NULL). queries/parse/sglang_json_native.sql
@@ -29,17 +28,12 @@ extracted AS (      -- TRY: a malformed object gives NULL
                 '$.out.meta_info.finish_reason.type', '$.out.meta_info.finish_reason.status_code',
                 '$.out.meta_info.finish_reason.message'])) END AS v
     FROM lines AS l
-),
-parsed AS (
-    SELECT e.source_id, e.line_no, e.problem, e.text, e.payload,
-        CASE WHEN e.v IS NOT NULL THEN {'timestamp': e.v[1], 'event': e.v[2], 'rid': e.v[3],
-            'obj': {'rid': e.v[4], 'bootstrap_room': e.v[5]},
-            'out': {'meta_info': {'id': e.v[6], 'prompt_tokens': e.v[7], 'completion_tokens': e.v[8],
-                'cached_tokens': e.v[9], 'e2e_latency': e.v[10],
-                'finish_reason': {'type': e.v[11], 'status_code': e.v[12], 'message': e.v[13]}}}} END AS j,
-        CASE WHEN e.payload IS NULL THEN kvir_sglang_rejection(e.text) END AS rej
-    FROM extracted AS e
 )
-SELECT p.*, z.tz_iana, z.tz_offset_min, z.tz_spans, z.role AS s_role
-FROM parsed AS p
-LEFT JOIN __settings__ AS z ON z.source_id = CASE WHEN p.j.event = 'request.finished' OR p.rej.tokens <> '' THEN p.source_id END
+SELECT e.source_id, e.line_no, e.problem, e.text, e.payload,
+    CASE WHEN e.v IS NOT NULL THEN {'timestamp': e.v[1], 'event': e.v[2], 'rid': e.v[3],
+        'obj': {'rid': e.v[4], 'bootstrap_room': e.v[5]},
+        'out': {'meta_info': {'id': e.v[6], 'prompt_tokens': e.v[7], 'completion_tokens': e.v[8],
+            'cached_tokens': e.v[9], 'e2e_latency': e.v[10],
+            'finish_reason': {'type': e.v[11], 'status_code': e.v[12], 'message': e.v[13]}}}} END AS j,
+    CASE WHEN e.payload IS NULL THEN kvir_sglang_rejection(e.text) END AS rej
+FROM extracted AS e

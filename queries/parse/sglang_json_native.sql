@@ -1,12 +1,12 @@
 -- sglang_json_native: a file of bare SGLang JSON request-log lines read by DuckDB's own JSON reader, in file order, as queries/adapters/sglang_json.sql reads them.
 -- Params: $path, $source_id, $max_object_bytes, $empty_problem
--- Inputs: __settings__ (one row per source_id)
+-- Inputs: none
 --
 -- One row per line, in the file's order, with the same j as queries/parse/sglang_json_lines.sql gives
 -- the line (every field VARCHAR as written). Nothing here may reorder rows: kvir.ingest.native writes
 -- the adapter's output with one order-preserving CREATE TABLE AS, so a row's rowid is its line's
--- index, and it refuses a plan with any operator that does not keep order (a join would not: the
--- source's settings come in by a cross product with its one settings row). Lines this reader cannot
+-- index, and it refuses a plan with any operator that does not keep order (a join would not: kvir
+-- attaches the source's settings by a cross product with its one settings row). Lines this reader cannot
 -- take as they are make it raise (malformed JSON, invalid UTF-8, a field of another shape, a duplicate
 -- key), and kvir's line reader reads the file instead. A line with none of the top-level fields gets
 -- the problem $empty_problem: `null` and `{}` read alike here but not by the line reader, so
@@ -17,11 +17,9 @@ SELECT $source_id::INTEGER AS source_id, NULL::BIGINT AS line_no,
          THEN $empty_problem::VARCHAR END AS problem,
     NULL::VARCHAR AS text, '' AS payload,
     {'timestamp': r."timestamp", 'event': r.event, 'rid': r.rid, 'obj': r.obj, 'out': r."out"} AS j,
-    kvir_sglang_rejection(NULL::VARCHAR) AS rej,
-    z.tz_iana, z.tz_offset_min, z.tz_spans, z.role AS s_role      -- constants here: on every row
+    kvir_sglang_rejection(NULL::VARCHAR) AS rej
 FROM read_ndjson($path, format = 'newline_delimited', maximum_object_size = $max_object_bytes, columns = {
     "timestamp": 'VARCHAR', event: 'VARCHAR', rid: 'VARCHAR',
     obj: 'STRUCT(rid VARCHAR, bootstrap_room VARCHAR)',
     "out": 'STRUCT(meta_info STRUCT(id VARCHAR, prompt_tokens VARCHAR, completion_tokens VARCHAR, cached_tokens VARCHAR,
         e2e_latency VARCHAR, finish_reason STRUCT(type VARCHAR, status_code VARCHAR, message VARCHAR)))'}) AS r
-CROSS JOIN (SELECT * FROM __settings__ WHERE source_id = $source_id) AS z

@@ -86,6 +86,17 @@ def test_every_builds_request_log_reads_the_same_natively(tmp_path):
     assert "request" in kinds and "skip" in kinds             # requests and request.received lines both seen
 
 
+def test_every_builds_server_log_as_written_reads_the_same_natively(tmp_path):
+    """The fixtures as the servers wrote them: the logger's `[YYYY-MM-DD HH:MM:SS] ` before each record,
+    between the server's other lines (rejections, start-up): DuckDB's CSV reader, then the same parse."""
+    files = sorted(FIXTURES.glob("*/*.log"))
+    assert len(files) >= 12
+    native, lines = _both(tmp_path, files)
+    assert all(r.startswith("DuckDB read_csv") for r in native["readers"]), native["readers"]
+    for key in ("records", "counts", "quarantine", "requests", "sha256"):
+        assert native[key] == lines[key], key
+
+
 def _record(i: int, **over) -> str:
     r = {"timestamp": f"2026-08-28T10:00:{i:02d}.250000", "event": "request.finished", "rid": f"r{i}",
          "obj": {"rid": f"r{i}", "bootstrap_room": None},
@@ -120,6 +131,34 @@ def test_a_file_the_json_reader_would_read_otherwise_goes_to_the_line_reader(tmp
     assert native["records"] == plain["records"] and native["counts"] == plain["counts"]
     assert native["quarantine"] == plain["quarantine"]
     assert sum(n for *_, n in native["counts"]) == sum(len(FAULTS[n][0]) for n in names)   # every line counted
+
+
+# fault -> (lines as the logger writes them, the reason the manifest gives for reading it line by line,
+# or None: DuckDB's CSV reader reads it as the line reader does)
+PREFIXED = "[2026-08-28 10:00:00] "
+CSV_FAULTS = {
+    "blank lines": ([PREFIXED + _record(1), "", "   ", PREFIXED + _record(2)], None),
+    "CRLF": ([PREFIXED + _record(1) + "\r", PREFIXED + _record(2) + "\r"], None),
+    "lone carriage return": ([PREFIXED + _record(1) + "\r" + PREFIXED + _record(2)], "2 rows for 1 lines"),
+    "delimiter byte": ([PREFIXED + _record(1), PREFIXED + _record(2).replace("length", "len\x01gth")], "\\x01 byte"),
+    "invalid UTF-8": ([PREFIXED + _record(1), PREFIXED + _record(2).replace('"r2"', '"r\udcff2"', 1)],
+                      "refused it (invalid UTF-8)"),
+    "other server lines": ([PREFIXED + "Started server process", PREFIXED + _record(1), "Traceback (most recent call last):",
+                            "[2026-08-28 10:00:00 TP0] Input length (700000 tokens) exceeds the maximum allowed length "
+                            "(681274 tokens). Use a shorter input or enable --allow-auto-truncate., self.rid='r9'"], None),
+}
+
+
+def test_logger_lines_the_csv_reader_would_read_otherwise_go_to_the_line_reader(tmp_path):
+    names = sorted(CSV_FAULTS)
+    files = [_write(tmp_path, f"fault{i}.log", CSV_FAULTS[name][0]) for i, name in enumerate(names)]
+    native, plain = _both(tmp_path, files)
+    for name, reader in zip(names, native["readers"]):
+        why = CSV_FAULTS[name][1]
+        assert reader.startswith("DuckDB read_csv") if why is None else (why in reader), (name, reader)
+        assert "r2" not in reader                               # the reason names no record's content
+    for key in ("records", "counts", "quarantine", "requests"):
+        assert native[key] == plain[key], key
 
 
 def test_over_long_line_goes_to_the_line_reader_and_is_quarantined(tmp_path):
@@ -232,19 +271,23 @@ def _suite_faults() -> dict[str, list[str | bytes]]:
     }
 
 
+@pytest.mark.parametrize("prefixed", [False, True])
 @pytest.mark.parametrize("zone", ["UTC", "America/Chicago", "+05:30"])
-def test_every_fault_of_the_suite_reads_the_same_natively(tmp_path, zone):
-    """Each fault file on its own (one ingest, each source decided alone): what reaches the case -
-    records, counts, quarantine, requests (merged), conflicts - is the line reader's, whichever reader
-    DuckDB's checks let read it."""
+def test_every_fault_of_the_suite_reads_the_same_natively(tmp_path, zone, prefixed):
+    """Each fault file on its own (one ingest, each source decided alone), as bare JSON lines (DuckDB's
+    JSON reader) and as the logger writes them (its CSV reader): what reaches the case - records,
+    counts, quarantine, requests (merged), conflicts - is the line reader's, whichever reader DuckDB's
+    checks let read it."""
     files = []
     for name, lines in _suite_faults().items():
-        data = b"\n".join(x if isinstance(x, bytes) else x.encode() for x in lines) + b"\n"
+        pre = b"[2026-08-30 10:00:00] " if prefixed else b""
+        data = b"\n".join(pre + (x if isinstance(x, bytes) else x.encode()) for x in lines) + b"\n"
         files.append(tmp_path / name)
         files[-1].write_bytes(data)
     native, plain = _both(tmp_path, files, source_tz=zone)
     read_natively = [r for r in native["readers"] if r.startswith("DuckDB")]
-    assert len(read_natively) == 6, native["readers"]     # all but invalid UTF-8 and {}: no blanket refusal
+    # all but invalid UTF-8 and, read as JSON, {}: no blanket refusal
+    assert len(read_natively) == (7 if prefixed else 6), native["readers"]
     for key in ("records", "counts", "quarantine", "requests", "conflicts", "sha256"):
         assert native[key] == plain[key], key
     assert plain["conflicts"] and plain["quarantine"]          # the faults are there to be compared
@@ -288,7 +331,9 @@ def test_a_file_that_grows_while_it_is_read_is_noticed(tmp_path):
     p = _write(tmp_path, "f.jsonl", [_record(i) for i in range(1, 4)])
     assert not check_file(p, 1 << 20, None, hashed=True).changed
 
-    def grow(_n: int) -> None:
-        with open(p, "a") as fh:
-            fh.write(_record(9) + "\n")
+    grown = []
+
+    def grow(_n: int) -> None:       # once: appending at every block read would never end
+        if not grown:
+            grown.append(p.open("a").write(_record(9) + "\n"))
     assert check_file(p, 1 << 20, grow, hashed=True).changed

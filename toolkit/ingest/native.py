@@ -54,7 +54,7 @@ _BLOCK = 16 << 20
 EMPTY_PROBLEM = "no field of the format (or null)"
 # Operators that pass rows on in the order they get them; from the table down to the reader, the plan
 # may hold only these (a cross product streams its first child: the settings are its second).
-_ORDERED = {"PROJECTION", "FILTER", "CROSS_PRODUCT", "READ_NDJSON", "READ_JSON"}
+_ORDERED = {"PROJECTION", "FILTER", "CROSS_PRODUCT", "READ_NDJSON", "READ_JSON", "READ_CSV"}
 # The columns every row gets from the view, not from the table.
 _FROM_VIEW = ("source_id", "source_line", "raw")
 
@@ -65,13 +65,17 @@ class FileCheck:
     lines: int = 0
     sha256: str | None = None
     too_long: bool = False
+    delimiter: bool = False       # a \x01 byte (the CSV reader's delimiter: it would cut the line there)
     changed: bool = False
     error: str | None = None
 
 
+_LINES_CSV = "parse/lines_csv"
+
+
 def eligible(src: Source, opts: IngestOptions) -> str | None:
     """Why `src` cannot be read natively (None: it can)."""
-    if src.format.native is None:
+    if src.format.native is None or src.format.parse is None:
         return "format"
     if len(src.paths) != 1 or compression_of(src.paths[0]) is not None:
         return "compressed or several files"
@@ -83,9 +87,17 @@ def eligible(src: Source, opts: IngestOptions) -> str | None:
     if path.stat().st_size < opts.native_min_bytes:
         return "small file"
     with open(path, "rb") as fh:
-        if fh.read(1) != b"{":
-            return "not bare JSON lines"
+        if fh.read(1) == b"\xef":
+            return "it starts with a byte-order mark, which DuckDB's readers drop and kvir's line reader reads"
     return None
+
+
+def _steps(path: Path) -> tuple[str | None, bool]:
+    """(the reader query, or None when the format's native query reads the file; and whether that is
+    DuckDB's JSON reader): bare JSON objects by the JSON reader, any other lines by the CSV reader."""
+    with open(path, "rb") as fh:
+        json_lines = fh.read(1) == b"{"
+    return (None if json_lines else _LINES_CSV), json_lines
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
@@ -114,6 +126,7 @@ def check_file(path: Path, max_line_bytes: int, on_bytes: Callable[[int], None] 
                     break
                 if h is not None:
                     h.update(view[:n])
+                out.delimiter = out.delimiter or buf.find(b"\x01", 0, n) >= 0
                 first = buf.find(b"\n", 0, n)
                 if first < 0:
                     out.too_long |= offset + n - last_nl - 1 > max_line_bytes
@@ -135,8 +148,9 @@ def check_file(path: Path, max_line_bytes: int, on_bytes: Callable[[int], None] 
 
 
 # What the JSON reader's refusal says, by kind only: its message can quote the record (a prompt).
-_REFUSALS = (("invalid UTF-8", "invalid UTF-8"), ("duplicate key", "a duplicate key"),
-             ("transform error", "a field of another shape"), ("Malformed JSON", "malformed JSON"))
+_REFUSALS = (("invalid UTF-8", "invalid UTF-8"), ("Invalid unicode", "invalid UTF-8"),
+             ("duplicate key", "a duplicate key"), ("transform error", "a field of another shape"),
+             ("Malformed JSON", "malformed JSON"), ("Maximum line size", "a line over --max-line-bytes"))
 
 
 def _refusal(message: str) -> str:
@@ -168,9 +182,16 @@ def _read(case: Case, src: Source, opts: IngestOptions, on_bytes: Callable[[int]
     check); with None the caller reads the file with the line reader (the table is gone)."""
     con, sid = case.con, int(src.source_id)
     table, view = f"native{sid}", f"records_nat{sid}"
-    params = {"path": str(src.paths[0]), "source_id": sid, "empty_problem": EMPTY_PROBLEM,
-              "max_object_bytes": int(opts.max_line_bytes) + 2}   # + the terminator (\r\n)
-    prefix, sql, emitted = adapter_query(case, src.format.adapter, table, parse=src.format.native, params=params)
+    reader, json_lines = _steps(src.paths[0])
+    params = {"path": str(src.paths[0]), "source_id": sid}
+    if json_lines:
+        params.update(empty_problem=EMPTY_PROBLEM, max_object_bytes=int(opts.max_line_bytes) + 2)   # + \r\n
+    else:
+        params.update(max_line_size=int(opts.max_line_bytes) + 2)
+    fmt = src.format
+    prefix, sql, emitted = adapter_query(case, fmt.adapter, table, parse=fmt.native if json_lines else fmt.parse,
+                                         params=params, settings_columns=fmt.settings_columns, one_source=True,
+                                         reader=reader)
     stored = [c for c in emitted if c not in _FROM_VIEW and c != "verdict"]
     select = (prefix + "SELECT a.verdict, " + ", ".join(f"CASE WHEN a.verdict IS NULL THEN a.{c} END AS {c}" for c in stored)
               + f"\nFROM (\n{sql}\n) AS a")
@@ -188,7 +209,7 @@ def _read(case: Case, src: Source, opts: IngestOptions, on_bytes: Callable[[int]
                 raise                # the case's disk, or Ctrl-C: not the input's fault
             raise InputError(f"cannot read as {src.format.name}: {e}", path=src.label) from None
         check = second_read.result()
-    case.log.record(load(src.format.native), f"CREATE OR REPLACE TABLE {table} AS {select}", params, None,
+    case.log.record(load(fmt.adapter), f"CREATE OR REPLACE TABLE {table} AS {select}", params, None,
                     time.perf_counter() - t0, {"settings": "source_settings"})
     why, counts = None, []
     if refused is not None:
@@ -199,12 +220,15 @@ def _read(case: Case, src: Source, opts: IngestOptions, on_bytes: Callable[[int]
         why = "it changed while it was read"
     elif check.too_long:
         why = f"it holds a line over {opts.max_line_bytes} bytes"
+    elif check.delimiter and not json_lines:
+        why = "it holds a \\x01 byte, where DuckDB's CSV reader would cut the line"
     else:
         counts = con.execute(f"SELECT coalesce(verdict.kind, 'request'), verdict.reason, count(*) FROM {table} "
                              "GROUP BY ALL ORDER BY ALL").fetchall()
         rows, empty = sum(n for *_, n in counts), sum(n for _, r, n in counts if r == EMPTY_PROBLEM)
         if rows != check.lines:
-            why = f"the JSON reader gave {rows} rows for {check.lines} lines (blank lines?)"
+            why = (f"DuckDB's {'JSON' if json_lines else 'CSV'} reader gave {rows} rows for {check.lines} lines "
+                   f"({'blank lines' if json_lines else 'a lone carriage return'}?)")
         elif empty:
             why = f"{empty} lines hold no field of the format (or are null)"
     if why is not None:
@@ -217,7 +241,8 @@ def _read(case: Case, src: Source, opts: IngestOptions, on_bytes: Callable[[int]
              **{c: emitted[c] for c in stored}}
     con.execute(f"CREATE OR REPLACE VIEW {view} AS "
                 + epilogue(numbered, types, "source_settings", request_fields_only=True))
-    return NativeRead(table, view, counts), "DuckDB read_ndjson (lines checked: count, length, fields, order)", check
+    how = "read_ndjson" if json_lines else "read_csv, one column"
+    return NativeRead(table, view, counts), f"DuckDB {how} (lines checked: count, length, fields, order)", check
 
 
 def read_natively(case: Case, group: list[Source], opts: IngestOptions, digests: dict[int, str],

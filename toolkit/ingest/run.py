@@ -303,7 +303,8 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
         con.unregister(name)
         name, inp = f"{name}_kept", None
     schema = inp.schema if isinstance(inp, (pa.RecordBatchReader, pa.Table)) else None
-    sql = compile_adapter(case, fmt.adapter, name, schema, parse=fmt.parse, request_fields_only=True)
+    sql = compile_adapter(case, fmt.adapter, name, schema, parse=fmt.parse, request_fields_only=True,
+                          settings_columns=fmt.settings_columns)
     try:
         # a stream of lines runs in chunks DuckDB parses on every thread, appended to records_text (kvir.ingest.stage)
         run_adapter(con, name, inp, sql, chunk_bytes=_chunk_bytes(con))
