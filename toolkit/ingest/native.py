@@ -187,7 +187,8 @@ def _read(case: Case, src: Source, opts: IngestOptions, on_bytes: Callable[[int]
     if json_lines:
         params.update(empty_problem=EMPTY_PROBLEM, max_object_bytes=int(opts.max_line_bytes) + 2)   # + \r\n
     else:
-        params.update(max_line_size=int(opts.max_line_bytes) + 2)
+        params.update(max_line_size=int(opts.max_line_bytes) + 2,
+                      buffer_size=max(32 << 20, 2 * (int(opts.max_line_bytes) + 2)))
     fmt = src.format
     prefix, sql, emitted = adapter_query(case, fmt.adapter, table, parse=fmt.native if json_lines else fmt.parse,
                                          params=params, settings_columns=fmt.settings_columns, one_source=True,
