@@ -71,3 +71,12 @@ def test_compressed_files_give_the_same_lines(tmp_path, codec):
     comp.write_bytes(gzip.compress(data) if codec == "gzip" else zstandard.ZstdCompressor().compress(data))
     assert read(comp, 1 << 20, 7) == read(plain, 1 << 20, 7) == [
         (1, '{"a": 1}', 8, False), (2, "", 0, False), (3, '{"b": "é"}', 11, False), (4, "no newline at the end", 21, False)]
+
+
+@pytest.mark.parametrize("chunk_bytes", [5, 7, 12, 13, 64])
+def test_a_line_at_the_limit_ending_in_crlf_keeps_its_text_across_chunks(tmp_path, chunk_bytes):
+    """Found by the property test above: a 12-byte line ending \\r\\n under a 12-byte limit was read as
+    over-long when a chunk ended between the \\r and the \\n (the \\r was counted as the line's)."""
+    p = tmp_path / "f.log"
+    p.write_bytes(b'{}{}{"k": 1}\r\n' + b"x" * 13 + b"\r\nlast\r")
+    assert read(p, 12, chunk_bytes) == [(1, '{}{}{"k": 1}', 12, False), (2, "", 13, False), (3, "last", 4, False)]

@@ -1,31 +1,37 @@
-"""Big files of bare JSON lines read by DuckDB's own JSON reader, every line still numbered and counted.
+"""Big log files read by DuckDB's own readers, every line still numbered and counted.
 
-kvir's line reader (kvir.ingest.lines) numbers every line and hands it to DuckDB as text, which then
-parses it with a JSON function. DuckDB's JSON reader parses on every thread, but cannot say which line
-a row came from (`WITH ORDINALITY` runs the scan on one thread). What it keeps is the order: one
-CREATE TABLE AS over it writes its rows in file order (preserve_insertion_order), so a row's rowid is
-its line's index, provided that every line gave exactly one row and that nothing in the plan reorders
-rows. So the format's adapter runs inside that one statement, over the reader's rows (its settings
-come in as constants, by a cross product: a join would reorder), and the table it fills holds the
-records themselves: the view records_nat<N> numbers them (rowid + 1) and adds what is the same on every
-row (source, model, node, role). Nothing is written twice. Checked, before the table is kept:
+kvir's line reader (kvir.ingest.lines) numbers every line in Python and hands it to DuckDB as text.
+DuckDB's readers parse on every thread, but cannot say which line a row came from (`WITH ORDINALITY`
+runs the scan on one thread). What they keep is the order: one CREATE TABLE AS over them writes the
+rows in file order (preserve_insertion_order), so a row's rowid is its line's index, provided that
+every line gave exactly one row and that nothing in the plan reorders rows. So the format's adapter runs
+inside that one statement, over the reader's rows (the source's settings come in as constants, by a
+cross product: a join would reorder), and the table it fills holds the records themselves: the view
+records_nat<N> numbers them (rowid + 1) and adds what is the same on every row (source, model, node,
+role). Nothing is written twice. A file of bare JSON objects goes to the JSON reader (the format's
+`native` query); any other, e.g. SGLang's logger with its `[YYYY-MM-DD HH:MM:SS] ` before each
+record, to the CSV reader as one column of lines (queries/parse/lines_csv.sql), then the line path's
+own parse query. Checked, before the table is kept:
 
     plan        every operator between the reader and the table keeps order (EXPLAIN)
-    refusal     the JSON reader refused nothing: malformed JSON, invalid UTF-8, a field of another
-                shape, a duplicate key make it raise, where the line reader reads each line on its own
+    refusal     the reader refused nothing: malformed JSON, invalid UTF-8, a field of another shape, a
+                duplicate key, a line over the limit make it raise, where the line reader reads each
+                line on its own
     lines       the file's lines (newlines, plus a last line without one), counted by a second read of
                 the same bytes that also takes the SHA-256, equal the table's rows (the JSON reader
-                skips blank lines)
-    empty       no line without any of the format's fields (`null` and `{}` read alike here, not there)
+                skips blank lines; the CSV reader also breaks a line at a lone \r)
+    delimiter   no \x01 byte (the CSV reader's delimiter: it would cut the line there)
+    empty       no JSON line without any of the format's fields (`null` and `{}` read alike there)
     long        no line over --max-line-bytes (the JSON reader does not refuse long lines)
     unchanged   the file's size, modification time and inode are the same after both reads as before
                 (a file that grows while it is read goes to the line reader, whose digest is of exactly
                 the bytes it parsed)
 
 When any check fails, the table is dropped and the file goes to the line reader, so what reaches the
-case is the same either way (tests/formats/test_native_json.py compares the two on every fixture and
-fault); the manifest says which reader read each input and why. Which files try: sglang-json files of
-bare JSON lines, uncompressed, of at least 64 MiB (KVIR_NATIVE_MIN_BYTES: another size, or `off`).
+case is the same either way (tests/formats/test_native_json.py compares them on every fixture and
+fault); the manifest says which reader read each input and why. Which files try: files of a format
+with a `native` query (sglang-json), uncompressed, not starting with a byte-order mark, of at least
+64 MiB (KVIR_NATIVE_MIN_BYTES: another size, or `off`).
 """
 from __future__ import annotations
 
