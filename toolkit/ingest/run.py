@@ -4,8 +4,8 @@
                  served model, node, role, size, SHA-256, and read = parsed + quarantined counts
     records      one row per request record any source holds (text inputs are parsed once into the
                  table records_text, which keeps every row an adapter produced: request, skip or bad;
-                 a big file of bare JSON lines read by DuckDB's JSON reader has a table of its own,
-                 numbered by the view records_natN (kvir.ingest.native); Parquet inputs stay in place
+                 a big log read by DuckDB's own reader has a table of its own, numbered by the view
+                 records_natN (kvir.ingest.native); Parquet inputs stay in place
                  behind views records_srcN)
     quarantine   every record that could not be normalised: source, line, reason (raw text only with
                  keep_raw)
@@ -196,7 +196,8 @@ def _build_requests(case: Case, sources: list[Source], opts: IngestOptions | Non
         case.run("case/requests_direct")
         return
     case.run("case/spec_tables")      # the incident's models, for the most exposing reading (if a spec was recorded)
-    any_room = case.con.execute("SELECT count(*) > 0 FROM (SELECT 1 FROM records WHERE bootstrap_room IS NOT NULL LIMIT 1)").fetchone()[0]
+    any_room = case.con.execute("SELECT count(*) > 0 FROM (SELECT 1 FROM records "
+                                "WHERE bootstrap_room IS NOT NULL LIMIT 1)").fetchone()[0]
     case.run("case/requests_merged", {"any_room": bool(any_room)})
     if case.con.execute("SELECT count(*) FROM requests_grouped WHERE conflict").fetchone()[0]:
         case.run("case/conflicts")
@@ -216,7 +217,7 @@ class BatchReading:
         import threading
 
         self.digests: dict[int, str] = {}
-        self.native: dict[int, native.NativeRead] = {}      # sources DuckDB's JSON reader read
+        self.native: dict[int, native.NativeRead] = {}      # sources DuckDB's own readers read
         self.repaired: list[tuple[int, int]] = []
         self.lock = threading.Lock()
 
