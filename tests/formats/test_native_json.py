@@ -1,6 +1,7 @@
-"""Big files of bare SGLang JSON lines are read by DuckDB's own JSON reader (kvir.ingest.native): the
-records that reach the case must be exactly the line reader's, row for row (line numbers included),
-and a file the JSON reader would read differently must go to the line reader, saying why.
+"""Big SGLang logs are read by DuckDB's own readers (kvir.ingest.native: its JSON reader for bare JSON
+lines, its CSV reader for the logger's prefixed lines): the records that reach the case must be exactly
+the line reader's, row for row (line numbers included), and a file DuckDB would read differently must
+go to the line reader, saying why.
 
 The bare files are the JSON payloads of SGLang's own request-log lines in the generated fixtures
 (tests/fixtures/sglang-json: each build's RequestLogger), as a log shipper that keeps only the message
@@ -335,5 +336,6 @@ def test_a_file_that_grows_while_it_is_read_is_noticed(tmp_path):
 
     def grow(_n: int) -> None:       # once: appending at every block read would never end
         if not grown:
-            grown.append(p.open("a").write(_record(9) + "\n"))
+            with p.open("a") as fh:
+                grown.append(fh.write(_record(9) + "\n"))
     assert check_file(p, 1 << 20, grow, hashed=True).changed

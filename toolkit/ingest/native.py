@@ -153,7 +153,7 @@ def check_file(path: Path, max_line_bytes: int, on_bytes: Callable[[int], None] 
     return out
 
 
-# What the JSON reader's refusal says, by kind only: its message can quote the record (a prompt).
+# What a reader's refusal says, by kind only: its message can quote the record (a prompt).
 _REFUSALS = (("invalid UTF-8", "invalid UTF-8"), ("Invalid unicode", "invalid UTF-8"),
              ("duplicate key", "a duplicate key"), ("transform error", "a field of another shape"),
              ("Malformed JSON", "malformed JSON"), ("Maximum line size", "a line over --max-line-bytes"))
@@ -183,8 +183,8 @@ class NativeRead:
 
 def _read(case: Case, src: Source, opts: IngestOptions, on_bytes: Callable[[int], None] | None,
           hashed: bool) -> tuple[NativeRead | None, str, FileCheck]:
-    """Fill table native<N> with the adapter's records of `src`, read by DuckDB's JSON reader, checked
-    against a second read of the file. Returns (the read or None, how it was read or why not, the
+    """Fill table native<N> with the adapter's records of `src`, read by DuckDB's own reader (see the
+    module docstring), checked against a second read of the file. Returns (the read or None, how it was read or why not, the
     check); with None the caller reads the file with the line reader (the table is gone)."""
     con, sid = case.con, int(src.source_id)
     table, view = f"native{sid}", f"records_nat{sid}"
@@ -220,7 +220,7 @@ def _read(case: Case, src: Source, opts: IngestOptions, on_bytes: Callable[[int]
                     time.perf_counter() - t0, {"settings": "source_settings"})
     why, counts = None, []
     if refused is not None:
-        why = f"DuckDB's JSON reader refused it ({refused})"
+        why = f"DuckDB's {'JSON' if json_lines else 'CSV'} reader refused it ({refused})"
     elif check.error:
         why = f"cannot read it twice: {check.error}"
     elif check.changed:
@@ -254,10 +254,10 @@ def _read(case: Case, src: Source, opts: IngestOptions, on_bytes: Callable[[int]
 
 def read_natively(case: Case, group: list[Source], opts: IngestOptions, digests: dict[int, str],
                   native: dict[int, NativeRead], on_bytes: Callable[[int], None] | None = None) -> list[Source]:
-    """Read the group's big files of bare JSON lines with DuckDB's JSON reader (each into native<N>,
-    numbered by the view records_nat<N>, counted into source_counts; the SHA-256 into `digests`, the read
-    into `native`); returns the sources left for the line reader. Each input's manifest entry says which
-    reader read it, and why not the JSON reader when it tried."""
+    """Read the group's big files with DuckDB's own readers (each into native<N>, numbered by the view
+    records_nat<N>, counted into source_counts; the SHA-256 into `digests`, the read into `native`);
+    returns the sources left for the line reader. Each input's manifest entry says which reader read it,
+    and why not DuckDB's when it tried."""
     entries = {e["source_id"]: e for e in case.manifest["inputs"]}
     rest = []
     for src in group:
