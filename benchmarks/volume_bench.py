@@ -19,6 +19,8 @@ median of --repeat runs of each is compared (every pair's ratio is kept in the J
                from_json(substr(line, 23), <the same fields>);
            the finished rows' id, time, prompt and completion tokens, finish type and status go into a
            table; the count is of prompt_tokens > 681280, finish stop/length, time inside the window.
+           kvir runs once per --hashes value after each baseline run (none: no digest; full: the
+           SHA-256 of the input, taken from the bytes the check reads while DuckDB parses).
            Also `kvir triage` peak RSS at --small-lines (the 1 M vs 10 M ratio).
   split    the prefixed log in one file against the same lines split into 8 files (`split -n l/8`):
            one big file must keep both cores as busy as many files do (wall ratio, CPU per wall second).
@@ -170,39 +172,51 @@ def bench_gateway(args, work: Path) -> list[dict]:
 
 
 def bench_sglang(args, work: Path) -> list[dict]:
+    """Each shape: the bare script, kvir with --hash none and kvir with --hash full (the SHA-256 of every
+    input, as the default `auto` takes for a text log), interleaved, --repeat times; every run records the
+    machine's load average (the 2 cores are shared)."""
     rows = []
     requests = args.lines // 2
     kv = ("--source-tz", "UTC", "--served-model", "zai-org/GLM-5.3")
     want = volume_data.sglang_expected(requests)
-    for prefixed in (True, False):
+    shapes = {"prefixed": True, "bare": False}
+    for shape in args.shapes.split(","):
+        prefixed = shapes[shape]
         tag = f"sglang-{args.lines // 10**6}m" + ("-prefixed" if prefixed else "")
         log = volume_data.sglang_log(args.data / "volume" / f"{tag}.log", requests, prefixed)
         script = BARE_PREFIXED if prefixed else BARE_NDJSON
-        base, kvir = [], []
+        base, kvir = [], {h: [] for h in args.hashes.split(",")}
         for _ in range(args.repeat):
             db = work / "bare.duckdb"
             for p in (db, Path(str(db) + ".wal")):
                 p.unlink(missing_ok=True)
             b = bare(script, str(log), str(db))
+            b["load_average"] = os.getloadavg()[0]
             db.unlink(missing_ok=True)
-            k = kvir_triage(work / "spec.toml", work / "case-sglang", [log], *kv)
-            assert int(b["stdout"].split()[-1]) == k["summary"]["affected"] == want, (b["stdout"], k["summary"]["affected"], want)
-            base.append(b), kvir.append(k)
-        row = summarise(f"SGLang JSON request log, {args.lines:,} lines, {log.stat().st_size / 1e9:.2f} GB, "
-                        + ("with the logger's [time] prefix" if prefixed else "bare JSON lines (the issue's baseline)"),
-                        base, kvir)
-        row.update({"lines": args.lines, "bytes": log.stat().st_size, "affected": want})
-        rows.append(row)
-        print(json.dumps({k: v for k, v in row.items() if k != "runs"}), flush=True)
-    # RSS at a tenth of the lines, in both shapes: bounded memory means about the same peak (the prefixed
-    # log goes through kvir's line reader, the bare one through DuckDB's JSON reader: kvir.ingest.native)
-    for big, prefixed in zip(rows, (True, False)):
+            base.append(b)
+            for h, runs in kvir.items():
+                k = kvir_triage(work / "spec.toml", work / "case-sglang", [log], *kv, "--hash", h)
+                k["load_average"] = os.getloadavg()[0]
+                assert int(b["stdout"].split()[-1]) == k["summary"]["affected"] == want, (b["stdout"], k["summary"]["affected"], want)
+                runs.append(k)
+        for h, runs in kvir.items():
+            row = summarise(f"SGLang JSON request log, {args.lines:,} lines, {log.stat().st_size / 1e9:.2f} GB, "
+                            + ("with the logger's [time] prefix" if prefixed else "bare JSON lines (the issue's baseline)")
+                            + f", --hash {h}", base, runs)
+            row.update({"lines": args.lines, "bytes": log.stat().st_size, "affected": want, "hash": h, "shape": shape,
+                        "readers": runs[0]["readers"],
+                        "load_averages": [[b["load_average"], k["load_average"]] for b, k in zip(base, runs)]})
+            rows.append(row)
+            print(json.dumps({k: v for k, v in row.items() if k != "runs"}), flush=True)
+    # RSS at a tenth of the lines, in both shapes (the default --hash auto: a full SHA-256 for a text log)
+    for shape in args.shapes.split(","):
+        prefixed = shapes[shape]
+        big = max((r for r in rows if r.get("shape") == shape), key=lambda r: r["kvir_rss_mb"])
         name = f"sglang-{args.small_lines // 10**6}m" + ("-prefixed" if prefixed else "")
         small = volume_data.sglang_log(args.data / "volume" / f"{name}.log", args.small_lines // 2, prefixed)
         runs = [kvir_triage(work / "spec.toml", work / "case-sglang", [small], *kv) for _ in range(args.repeat)]
         small_rss = max(r["rss_mb"] for r in runs)
-        rows.append({"what": f"kvir triage peak RSS, {args.lines:,} vs {args.small_lines:,} lines "
-                             + ("(prefixed)" if prefixed else "(bare JSON lines)"),
+        rows.append({"what": f"kvir triage peak RSS, {args.lines:,} vs {args.small_lines:,} lines ({shape})",
                      "rss_big_mb": big["kvir_rss_mb"], "rss_small_mb": small_rss,
                      "ratio": round(big["kvir_rss_mb"] / small_rss, 3), "readers": runs[0]["readers"],
                      "small_runs": runs})
@@ -262,6 +276,8 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=10_000_000)
     ap.add_argument("--small-lines", type=int, default=1_000_000)
     ap.add_argument("--parquet-rows", type=int, default=100_000_000)
+    ap.add_argument("--shapes", default="prefixed,bare", help="sglang: prefixed and/or bare")
+    ap.add_argument("--hashes", default="none,full", help="sglang: kvir's --hash values to measure")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "volume.json")
     args = ap.parse_args()
     work = args.data / "volume-work"

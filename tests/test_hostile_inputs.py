@@ -137,17 +137,16 @@ def test_a_file_that_changes_under_the_native_reader_goes_to_the_line_reader(spe
     f = write(tmp_path / "decode-0.jsonl", "".join(fin(f"2026-08-30T10:00:{i:02d}", f"n{i}", 700000) + "\n"
                                                    for i in range(5)))
     before = f.read_bytes()
-    real = native.stage
+    real = native.check_file
 
-    def stage(case, src, *a, **k):
-        out = real(case, src, *a, **k)
-        with open(src.paths[0], "ab") as g:
+    def check_file(path, *a, **k):        # the second read: DuckDB is reading the file now
+        with open(path, "ab") as g:
             g.write((fin("2026-08-30T10:01:00", "late", 700000) + "\n").encode())
-        return out
-    monkeypatch.setattr(native, "stage", stage)
+        return real(path, *a, **k)
+    monkeypatch.setattr(native, "check_file", check_file)
     r = kvir.triage(spec(), [f], out=tmp_path / "case", source_tz="UTC", served_model="zai-org/GLM-5.3", hash="full")
     entry = r.case.manifest["inputs"][0]
-    assert "changed while DuckDB read it" in entry["reader"]
+    assert "changed since it was listed (it grew" in entry["reader"]
     assert entry["sha256"] == hashlib.sha256(before).hexdigest() and r.sources[0]["read"] == 5
 
 

@@ -1,6 +1,6 @@
 -- sglang_json: SGLang's request log in JSON (--log-requests-format json), alone or in the server's stdout, as request records.
 -- Params: none
--- Inputs: __input__ (parsed lines: source_id, line_no, problem, text, payload, j, rej; from queries/parse/sglang_json_lines.sql or sglang_json_native.sql), __settings__ (one row per source_id: its settings)
+-- Inputs: __input__ (parsed lines: source_id, line_no, problem, text, payload, j, rej; and the source's tz_iana, tz_offset_min, tz_spans and role, attached by kvir: Format.settings_columns; from queries/parse/sglang_json_lines.sql or sglang_json_native.sql)
 -- Example: [2026-08-28 10:02:20] {"timestamp": "2026-08-28T10:02:20.250307", "event": "request.finished", "rid": "dA", "obj": {"rid": "dA", "bootstrap_host": "10.0.0.7", "bootstrap_port": 8998, "bootstrap_room": 7001}, "out": {"meta_info": {"id": "dA", "finish_reason": {"type": "length", "length": 812}, "prompt_tokens": 681281, "weight_version": "default", "completion_tokens": 812, "cached_tokens": 0, "e2e_latency": 140.25}}}
 -- Required: timestamp, event, rid|obj.rid|out.meta_info.id
 -- Optional: obj.bootstrap_room, out.meta_info.prompt_tokens, out.meta_info.completion_tokens, out.meta_info.cached_tokens, out.meta_info.e2e_latency, out.meta_info.finish_reason
@@ -22,7 +22,9 @@
 -- line reader and queries/parse/sglang_json_lines.sql, or for a big file of bare JSON lines by DuckDB's
 -- own JSON reader, queries/parse/sglang_json_native.sql: both give the same rows); the common case is
 -- decided by the first WHEN, and reasons are only worked out for the rows that are not requests;
--- settings are joined only where a time is converted.
+-- the source's settings (tz_*, role) come with the input: kvir attaches them by a join, or for a file
+-- read by DuckDB's own reader as constants (a join there would lose the file order that numbers the
+-- lines: kvir.ingest.native).
 WITH fields AS (
     SELECT p.source_id, p.line_no, p.problem, p.text, p.payload, p.j,
         p.j.event = 'request.finished' AS finished,
@@ -38,14 +40,12 @@ WITH fields AS (
         p.j.out.meta_info.finish_reason.type AS ftype,
         TRY_CAST(p.j.out.meta_info.finish_reason.status_code AS INTEGER) AS fstatus,
         coalesce(p.j.timestamp, nullif(p.rej.stamp, '')) AS stamp,
-        p.rej
+        p.rej, p.tz_iana, p.tz_offset_min, p.role AS s_role, p.tz_spans
     FROM __input__ AS p
 ),
-timed AS (    -- a time is converted only for finished events and rejections: elsewhere the join key is NULL
-    SELECT f.*, z.tz_iana, z.tz_offset_min, z.role AS s_role,
-        kvir_local_ts_to_utc(f.stamp, kvir_naive_ts(f.stamp), z.tz_iana, z.tz_offset_min, z.tz_spans) AS ts_fin
+timed AS (
+    SELECT f.*, kvir_local_ts_to_utc(f.stamp, kvir_naive_ts(f.stamp), f.tz_iana, f.tz_offset_min, f.tz_spans) AS ts_fin
     FROM fields AS f
-    LEFT JOIN __settings__ AS z ON z.source_id = CASE WHEN f.finished OR f.rejection THEN f.source_id END
 )
 SELECT
     t.source_id,
@@ -75,7 +75,7 @@ SELECT
     CASE WHEN t.rejection THEN coalesce(nullif(t.rej.rid, ''), t.rej.rid_dq) ELSE t.rid END AS request_id,
     t.room AS bootstrap_room,
     CASE WHEN t.rejection THEN t.ts_fin ELSE t.ts_fin - coalesce(kvir_span(t.latency_s), INTERVAL 0 SECOND) END AS ts,
-    CASE WHEN NOT t.rejection THEN t.ts_fin END AS ts_end,
+    CASE WHEN t.rejection THEN NULL ELSE t.ts_fin END AS ts_end,   -- not NOT t.rejection: NULL on every other line
     CASE WHEN t.rejection THEN CAST(t.rej.tokens AS BIGINT) ELSE coalesce(t.rejected_len, t.logged_prompt) END AS prompt_tokens,
     t.cached_tokens,
     t.completion_tokens,

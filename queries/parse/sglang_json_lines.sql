@@ -1,11 +1,12 @@
 -- sglang_json_lines: SGLang request-log lines as queries/adapters/sglang_json.sql reads them: each line's JSON object (alone or after the handler's prefix) or its scheduler rejection.
 -- Params: none
--- Inputs: __input__ (numbered lines: source_id, line_no, line, line_bytes, repaired, problem)
+-- Inputs: __input__ (numbered lines: source_id, line_no, line, problem; from kvir's line reader or queries/parse/lines_csv.sql)
 --
 -- One row per line: source_id, line_no, problem (the reader's, e.g. an over-long line handed over
 -- empty), text (the line), payload (the JSON object's text, or NULL when the line holds none), j (the
 -- record's fields, all VARCHAR as written; NULL when the payload is not valid JSON) and rej (the
--- scheduler's rejection line, read only where there is no JSON object).
+-- scheduler's rejection line, read only where there is no JSON object). Row for row, in the order of
+-- its input (no join): a file read by DuckDB's CSV reader keeps its line numbers.
 -- json_extract_string with a list of paths parses each line once and is about twice as fast as
 -- from_json with a struct type here; the two give the same value for every field (a number as its
 -- text, an object or array as its JSON, a missing key or null as NULL). queries/parse/sglang_json_native.sql

@@ -1,16 +1,23 @@
--- sglang_json_native: a file of bare SGLang JSON request-log lines read by DuckDB's own JSON reader, in file order, as the stage kvir.ingest.native numbers.
--- Params: $path, $source_id, $max_object_bytes
+-- sglang_json_native: a file of bare SGLang JSON request-log lines read by DuckDB's own JSON reader, in file order, as queries/adapters/sglang_json.sql reads them.
+-- Params: $path, $source_id, $max_object_bytes, $empty_problem
 -- Inputs: none
 --
--- One row per line, in the file's order (an order-preserving CREATE TABLE AS: the stage's rowid is
--- the line's index), with the same j as queries/parse/sglang_json_lines.sql gives the line (every
--- field VARCHAR as written). Lines this reader cannot take as they are make it raise (malformed
--- JSON, invalid UTF-8, a field of another shape, a duplicate key), and kvir's line reader reads the
--- file instead; `empty` marks a line with none of the top-level fields (also `null`, which the line
--- path counts as another log line), which sends the file to the line reader too.
-SELECT $source_id::INTEGER AS source_id,
+-- One row per line, in the file's order, with the same j as queries/parse/sglang_json_lines.sql gives
+-- the line (every field VARCHAR as written). Nothing here may reorder rows: kvir.ingest.native writes
+-- the adapter's output with one order-preserving CREATE TABLE AS, so a row's rowid is its line's
+-- index, and it refuses a plan with any operator that does not keep order (a join would not: kvir
+-- attaches the source's settings by a cross product with its one settings row). Lines this reader cannot
+-- take as they are make it raise (malformed JSON, invalid UTF-8, a field of another shape, a duplicate
+-- key), and kvir's line reader reads the file instead. A line with none of the top-level fields gets
+-- the problem $empty_problem: `null` and `{}` read alike here but not by the line reader, so
+-- kvir.ingest.native sends such a file to the line reader too. Only JSON lines reach this path: no
+-- text (raw text is never kept here: --keep-raw reads with the line reader), no rejection line.
+SELECT $source_id::INTEGER AS source_id, NULL::BIGINT AS line_no,
+    CASE WHEN r."timestamp" IS NULL AND r.event IS NULL AND r.rid IS NULL AND r.obj IS NULL AND r."out" IS NULL
+         THEN $empty_problem::VARCHAR END AS problem,
+    NULL::VARCHAR AS text, '' AS payload,
     {'timestamp': r."timestamp", 'event': r.event, 'rid': r.rid, 'obj': r.obj, 'out': r."out"} AS j,
-    r."timestamp" IS NULL AND r.event IS NULL AND r.rid IS NULL AND r.obj IS NULL AND r."out" IS NULL AS empty
+    kvir_sglang_rejection(NULL::VARCHAR) AS rej
 FROM read_ndjson($path, format = 'newline_delimited', maximum_object_size = $max_object_bytes, columns = {
     "timestamp": 'VARCHAR', event: 'VARCHAR', rid: 'VARCHAR',
     obj: 'STRUCT(rid VARCHAR, bootstrap_room VARCHAR)',

@@ -135,3 +135,12 @@ def test_a_file_is_read_only_as_far_as_it_was_when_listed(tmp_path):
     os.replace(new, f)                                          # a new file under the old name (log rotation)
     with pytest.raises(FileChanged, match="replaced by another file"):
         list(iter_line_batches(f, text=True, stamp=stamp))
+
+
+@pytest.mark.parametrize("chunk_bytes", [5, 7, 12, 13, 64])
+def test_a_line_at_the_limit_ending_in_crlf_keeps_its_text_across_chunks(tmp_path, chunk_bytes):
+    """Found by the property test above: a 12-byte line ending \\r\\n under a 12-byte limit was read as
+    over-long when a chunk ended between the \\r and the \\n (the \\r was counted as the line's)."""
+    p = tmp_path / "f.log"
+    p.write_bytes(b'{}{}{"k": 1}\r\n' + b"x" * 13 + b"\r\nlast\r")
+    assert read(p, 12, chunk_bytes) == [(1, '{}{}{"k": 1}', 12, False), (2, "", 13, False), (3, "last", 4, False)]

@@ -37,6 +37,11 @@ def _jsonable(v: Any) -> Any:
 
 def record_spec(case: Case, spec: IncidentSpec) -> None:
     """The whole spec into the case: incident facts, account rules, hand events, [disclosure]."""
+    with case.transaction():
+        _record_spec(case, spec)
+
+
+def _record_spec(case: Case, spec: IncidentSpec) -> None:
     con = case.con
     case.run("case/spec_tables")
     for table in ("incident", "account_rules"):

@@ -176,7 +176,11 @@ def run(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None
     sql = q.compile(inputs)
     t0 = time.perf_counter()
     try:
-        cur = con.execute(sql, bound) if bound else con.execute(sql)
+        if bound:   # DuckDB binds parameters of one statement only: a file of several runs them one by one
+            for st in con.extract_statements(sql):
+                cur = con.execute(st, {k: bound[k] for k in st.named_parameters})
+        else:
+            cur = con.execute(sql)
         rows = cur.fetchall() if fetch else None
     except duckdb.Error as e:
         raise KvirError(f"query queries/{name}.sql failed: {e}") from e

@@ -61,6 +61,11 @@ def file_blank_lines(case, group: list[Source], blank: dict[int, int]) -> None:
     con: duckdb.DuckDBPyConnection = case.con
     con.register(name, t)
     try:
-        con.execute(f"INSERT INTO source_counts SELECT source_id, 'skip', 'blank line', n FROM {name}")
+        # one row per (source, kind, reason): lines holding only spaces were filed as 'blank line' rows already
+        con.execute(f"UPDATE source_counts AS c SET n = c.n + b.n FROM {name} AS b WHERE c.source_id = b.source_id "
+                    "AND c.kind = 'skip' AND c.reason = 'blank line'")
+        con.execute(f"INSERT INTO source_counts SELECT b.source_id, 'skip', 'blank line', b.n FROM {name} AS b "
+                    "WHERE NOT EXISTS (SELECT 1 FROM source_counts AS c WHERE c.source_id = b.source_id "
+                    "AND c.kind = 'skip' AND c.reason = 'blank line')")
     finally:
         con.unregister(name)

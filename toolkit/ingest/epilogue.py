@@ -38,7 +38,7 @@ from kvir.case.store import Case
 from kvir.core.errors import KvirError
 from kvir.core.sql import load
 
-__all__ = ["REQUIRED", "adapter_columns", "compile_adapter", "epilogue"]
+__all__ = ["REQUIRED", "VERDICT_TYPE", "adapter_columns", "adapter_query", "compile_adapter", "epilogue"]
 
 REQUIRED = ("source_id", "source_line", "verdict")   # every adapter emits these (raw where it has text)
 VERDICT_TYPE = "STRUCT(kind VARCHAR, reason VARCHAR)"
@@ -105,37 +105,61 @@ def epilogue(adapter_sql: str, emitted: dict[str, str], settings: str, request_f
 
 
 def adapter_columns(con: duckdb.DuckDBPyConnection, adapter_sql: str, input_name: str | None = None,
-                    schema: pa.Schema | None = None) -> dict[str, str]:
+                    schema: pa.Schema | None = None, params: dict | None = None) -> dict[str, str]:
     """The adapter's output columns and types, as DuckDB binds them. When the input relation is a stream
     (not yet in the database), an empty table of its schema stands in for it."""
     if schema is not None and input_name is not None:
         con.register(input_name, schema.empty_table())
     try:
-        return {r[0]: r[1] for r in con.execute(f"DESCRIBE {adapter_sql}").fetchall()}
+        return {r[0]: r[1] for r in con.execute(f"DESCRIBE {adapter_sql}", params or {}).fetchall()}
     finally:
         if schema is not None and input_name is not None:
             con.unregister(input_name)
 
 
-def compile_adapter(case: Case, adapter: str, input_name: str, schema: pa.Schema | None = None,
-                    settings: str = "source_settings", parse: str | None = None,
-                    request_fields_only: bool = False) -> str:
-    """queries/<adapter>.sql over `input_name`, wrapped in the epilogue: the SQL that fills a stage table
-    or defines an in-place view. With `parse` (a query under queries/parse/), the adapter reads that
-    query's rows over `input_name` instead (a CTE `parsed_input`): one adapter for inputs that reach it
-    by different readers. Logged in the manifest as the adapter's compiled SQL."""
+def adapter_query(case: Case, adapter: str, input_name: str, schema: pa.Schema | None = None,
+                  settings: str = "source_settings", parse: str | None = None, params: dict | None = None,
+                  settings_columns: tuple[str, ...] = (), one_source: bool = False,
+                  reader: str | None = None) -> tuple[str, str, dict[str, str]]:
+    """queries/<adapter>.sql over `input_name`: (prefix, SQL, its output columns and types). The prefix
+    holds the steps before the adapter, as CTEs: `reader` (a query under queries/parse/ that reads a
+    file itself, given the bound `params`, in place of `input_name`), `parse` (a query under
+    queries/parse/ over the rows before it: one adapter for inputs that reach it by different readers)
+    and, with `settings_columns`, those columns of the source's settings attached to every row: joined by
+    source_id, or with `one_source` (every row is $source_id's) by a cross product with its one settings
+    row, which keeps the rows in the order they came (a join would not: kvir.ingest.native)."""
     q = load(adapter)
-    inputs = {"input": input_name, "settings": settings}
-    prefix = ""
-    if parse is not None:
-        p = load(parse)
-        prefix = f"WITH parsed_input AS NOT MATERIALIZED (\n{p.compile({'input': input_name})}\n)\n"
-        inputs["input"] = "parsed_input"
-    sql = q.compile(inputs)
+    ctes: list[tuple[str, str]] = []
+    rows = input_name
+    for step, name in ((reader, "read_input"), (parse, "parse_input")):
+        if step is not None:
+            ctes.append((name, load(step).compile({"input": rows, "settings": settings})))
+            rows = name
+    if settings_columns:
+        for c in settings_columns:
+            if not _IDENT.fullmatch(c):
+                raise KvirError(f"settings column {c!r} is not a plain identifier")
+        attach = (f"CROSS JOIN (SELECT * FROM {settings} WHERE source_id = $source_id) AS z" if one_source
+                  else f"LEFT JOIN {settings} AS z ON z.source_id = p.source_id")
+        ctes.append(("settled_input", f"SELECT p.*, {', '.join('z.' + c for c in settings_columns)} FROM {rows} AS p {attach}"))
+        rows = "settled_input"
+    prefix = ("WITH " + ",\n".join(f"{n} AS NOT MATERIALIZED (\n{sql}\n)" for n, sql in ctes) + "\n") if ctes else ""
+    sql = q.compile({"input": rows, "settings": settings})
     try:
-        emitted = adapter_columns(case.con, f"{prefix}SELECT * FROM (\n{sql}\n)" if prefix else sql, input_name, schema)
+        emitted = adapter_columns(case.con, f"{prefix}SELECT * FROM (\n{sql}\n)" if prefix else sql, input_name,
+                                  schema, params)
     except duckdb.Error as e:
         raise KvirError(f"query queries/{adapter}.sql does not bind: {e}") from e
+    return prefix, sql, emitted
+
+
+def compile_adapter(case: Case, adapter: str, input_name: str, schema: pa.Schema | None = None,
+                    settings: str = "source_settings", parse: str | None = None,
+                    request_fields_only: bool = False, settings_columns: tuple[str, ...] = ()) -> str:
+    """queries/<adapter>.sql over `input_name` (see adapter_query), wrapped in the epilogue: the SQL that
+    fills a stage table or defines an in-place view. Logged in the manifest as the adapter's compiled SQL."""
+    prefix, sql, emitted = adapter_query(case, adapter, input_name, schema, settings, parse,
+                                         settings_columns=settings_columns)
     full = prefix + epilogue(sql, emitted, settings, request_fields_only)
-    case.log.record(q, full, {}, None, 0.0, inputs)
+    case.log.record(load(adapter), full, {}, None, 0.0, {"input": input_name, "settings": settings})
     return full

@@ -26,9 +26,13 @@ class Format:
     reader: str                   # lines | records | csv-mapped | jsonl-mapped | parquet-mapped
     times: str                    # how its times are written (shown by `kvir formats`)
     parse: str | None = None      # query (queries/parse/) turning the reader's lines into the adapter's input
-    # big files of bare JSON lines read by DuckDB's own JSON reader (kvir.ingest.native): the query that
-    # fills the stage, and the one that numbers its rows as `parse` would give them
-    native: tuple[str, str] | None = None
+    # big files read by DuckDB's own readers (kvir.ingest.native): the query (queries/parse/) that reads
+    # a file of bare JSON objects with DuckDB's JSON reader into the rows `parse` gives the adapter; a
+    # file of other lines is read by DuckDB's CSV reader as lines (parse/lines_csv), then `parse`
+    native: str | None = None
+    # columns of the source's settings the adapter reads from its input (attached by kvir, not joined by
+    # the adapter: kvir.ingest.epilogue.adapter_query)
+    settings_columns: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()   # options that must be given: source_tz, columns
     evidence: str = "counts"      # counts: has prompt tokens; candidates: cannot say how long a prompt was
     names_customers: bool = False
@@ -60,7 +64,7 @@ def register(f: Format) -> Format:
 register(Format(
     name="sglang-json", engine=True, title="SGLang request log, JSON (--log-requests-format json)",
     adapter="adapters/sglang_json", reader="lines", parse="parse/sglang_json_lines",
-    native=("parse/sglang_json_native", "parse/sglang_json_staged"),
+    native="parse/sglang_json_native", settings_columns=("tz_iana", "tz_offset_min", "tz_spans", "role"),
     times="naive host-local ISO-8601 (datetime.now().isoformat())", needs=("source_tz",),
     names_model=False, sniff=sn.sglang_json,
     notes="request.finished records are requests (start = timestamp - e2e_latency); request.received records are not. "

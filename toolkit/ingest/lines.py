@@ -6,7 +6,7 @@ order-preserving insert does not survive the adapters' joins: measured), read_cs
 line break, cuts a line at its delimiter without an error and refuses invalid UTF-8 (or drops the line
 when told to ignore errors), and read_json skips blank lines. An incident count must name the file and
 line of every record and lose none, so kvir numbers the lines itself. (The one exception, big files of
-bare JSON lines, is kvir.ingest.native: DuckDB's JSON reader into an order-preserving stage, checked
+big SGLang logs, is kvir.ingest.native: DuckDB's own readers in one order-preserving write, checked
 against a line count of the same bytes, with this reader as the fallback.) NumPy finds the newlines of each
 chunk; no Python code runs per line. Each batch has:
 
@@ -246,7 +246,7 @@ def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit,
             nl = nl[1:]
         if not len(nl):
             rest = size - start
-            if rest > max_line_bytes:
+            if rest - (arr[size - 1] == 13) > max_line_bytes:     # a last \r may be its \r\n's: not counted
                 skipping, carry, skip_cr = rest, b"", bool(arr[size - 1] == 13)
             else:
                 carry = arr[start:size].copy()
@@ -259,7 +259,7 @@ def _batches(f: BinaryIO, max_line_bytes: int, chunk_bytes: int, on_bytes, emit,
         line_no += len(nl)
         if batch.num_rows:
             yield batch
-        if len(carry) > max_line_bytes:
+        if len(carry) and len(carry) - (carry[-1] == 13) > max_line_bytes:
             skipping, carry, skip_cr = len(carry), b"", bool(carry[-1] == 13)
     if skipping:   # an over-long last line without a newline (a trailing \r ends it, as for short lines)
         yield emit(None, None, None, line_no, max_line_bytes, skipping - skip_cr)

@@ -4,7 +4,9 @@
                  served model, node, role, size, SHA-256, and read = parsed + quarantined counts
     records      one row per request record any source holds (text inputs are parsed once into the
                  table records_text, which keeps every row an adapter produced: request, skip or bad;
-                 Parquet inputs stay in place behind views records_srcN)
+                 a big log read by DuckDB's own reader has a table of its own, numbered by the view
+                 records_natN (kvir.ingest.native); Parquet inputs stay in place
+                 behind views records_srcN)
     quarantine   every record that could not be normalised: source, line, reason (raw text only with
                  keep_raw)
     source_counts  per source, kind (request | skip | bad) and reason: nothing is dropped unaccounted
@@ -59,6 +61,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
     _register_sources(case, sources, opts, sizes)
     seconds: dict[int, float] = {}
     digests: dict[int, str] = {}      # SHA-256 of the files the line reader hashed as it read them
+    natively: dict[int, native.NativeRead] = {}
     all_bytes = float(sum(sizes.values())) or 1.0
     bar = reporter.add_task(f"read {len(sources)} input{'s' * (len(sources) != 1)}", total=all_bytes)
     done = 0.0
@@ -83,11 +86,12 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
                      total=None if compressed else span, con=con, task=bar, base=done, span=span)
         _share_seconds(seconds, group, time.perf_counter() - t0)
         digests.update(reading.digests)
+        natively.update(reading.native)
         done += span
     reporter.describe(bar, f"read {len(sources)} input{'s' * (len(sources) != 1)}")
     check_unchanged(sources, digests)       # what was parsed is what the size and SHA-256 describe
     _finish_sources(case, sources, seconds, digests)
-    _build_records_view(case, sources)
+    _build_records_view(case, sources, natively)
     reporter.run("merge records into requests", lambda: _build_requests(case, sources, opts), con=con)
     case.manifest["timings"]["ingest_s"] = round(time.perf_counter() - t_all, 3)
     return source_counts(case)
@@ -196,7 +200,9 @@ def _build_requests(case: Case, sources: list[Source], opts: IngestOptions | Non
         case.run("case/requests_direct")
         return
     case.run("case/spec_tables")      # the incident's models, for the most exposing reading (if a spec was recorded)
-    case.run("case/requests_merged")
+    any_room = case.con.execute("SELECT count(*) > 0 FROM (SELECT 1 FROM records "
+                                "WHERE bootstrap_room IS NOT NULL LIMIT 1)").fetchone()[0]
+    case.run("case/requests_merged", {"any_room": bool(any_room)})
     if case.con.execute("SELECT count(*) FROM requests_grouped WHERE conflict").fetchone()[0]:
         case.run("case/conflicts")
     if plan_passes(sources):          # the evidence join rewrites requests: it needs a table
@@ -215,6 +221,7 @@ class BatchReading:
         import threading
 
         self.digests: dict[int, str] = {}
+        self.native: dict[int, native.NativeRead] = {}      # sources DuckDB's own readers read
         self.repaired: list[tuple[int, int]] = []
         self.blank: dict[int, int] = {}       # empty lines per source: counted, never rows
         self.lock = threading.Lock()
@@ -293,7 +300,7 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
     reader = fmt.reader
     inp: Any
     if reader == "lines" and fmt.native is not None:
-        group = native.read_natively(case, group, opts, reading.digests, on_bytes)
+        group = native.read_natively(case, group, opts, reading.digests, reading.native, on_bytes)
         if not group:
             _file_batch(case, whole, reading)
             return
@@ -311,7 +318,8 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
         con.unregister(name)
         name, inp = f"{name}_kept", None
     schema = inp.schema if isinstance(inp, (pa.RecordBatchReader, pa.Table)) else None
-    sql = compile_adapter(case, fmt.adapter, name, schema, parse=fmt.parse, request_fields_only=True)
+    sql = compile_adapter(case, fmt.adapter, name, schema, parse=fmt.parse, request_fields_only=True,
+                          settings_columns=fmt.settings_columns)
     try:
         # a stream of lines runs in chunks DuckDB parses on every thread, appended to records_text (kvir.ingest.stage)
         run_adapter(con, name, inp, sql, chunk_bytes=_chunk_bytes(con))
@@ -331,23 +339,24 @@ def _ingest_batch(case: Case, group: list[Source], opts: IngestOptions, on_bytes
         con.execute(f"DROP TABLE {name}")
 
 
-def _build_records_view(case: Case, sources: list[Source]) -> None:
-    """records = text records (a table) + every in-place source's request rows; quarantine likewise, but
-    an in-place source joins it only when its counts say it has bad rows (so a clean 10^8-row dataset is
-    never scanned just to list nothing). A source whose every row is a request needs no `kind` filter
-    either: testing it would read every row's id and time just to keep them all (measured: the filter
-    doubled triage's scan of 10^8 Parquet rows)."""
+def _build_records_view(case: Case, sources: list[Source], natively: dict[int, native.NativeRead]) -> None:
+    """records = text records (a table) + every natively read or in-place source's request rows;
+    quarantine likewise, but such a source joins it only when its counts say it has bad rows (so a clean
+    10^8-row dataset is never scanned just to list nothing). A source whose every row is a request needs
+    no `kind` filter either: testing it would read every row's id and time just to keep them all
+    (measured: the filter doubled triage's scan of 10^8 Parquet rows)."""
     bad = {r[0] for r in case.con.execute(
         "SELECT DISTINCT source_id FROM source_counts WHERE kind = 'bad'").fetchall()}
     mixed = {r[0] for r in case.con.execute(
         "SELECT DISTINCT source_id FROM source_counts WHERE kind <> 'request'").fetchall()}
+    views = {sid: n.view for sid, n in natively.items()}
+    views.update({s.source_id: f"records_src{s.source_id}" for s in sources if s.is_view})
     parts = ["SELECT * FROM records_text WHERE kind = 'request'"]
-    parts += [f"SELECT * FROM records_src{s.source_id}" + (" WHERE kind = 'request'" if s.source_id in mixed else "")
-              for s in sources if s.is_view]
+    parts += [f"SELECT * FROM {v}" + (" WHERE kind = 'request'" if sid in mixed else "") for sid, v in views.items()]
     case.con.execute("CREATE OR REPLACE VIEW records AS " + " UNION ALL ".join(parts))
     qparts = ["SELECT *, NULL::VARCHAR AS source_path FROM quarantine_text"]
-    qparts += [f"SELECT source_id, source_line, reason, raw, source_path FROM records_src{s.source_id} WHERE kind = 'bad'"
-               for s in sources if s.is_view and s.source_id in bad]
+    qparts += [f"SELECT source_id, source_line, reason, raw, source_path FROM {v} WHERE kind = 'bad'"
+               for sid, v in views.items() if sid in bad]
     case.con.execute("CREATE OR REPLACE VIEW quarantine AS SELECT q.* EXCLUDE (source_path), "
                      "coalesce(q.source_path, s.label) AS source_file, s.format "
                      "FROM (" + " UNION ALL ".join(qparts) + ") AS q JOIN sources AS s USING (source_id)")

@@ -51,8 +51,8 @@ class Source:
         return self.format.reader == "parquet-mapped"
 
 
-# A file of bare JSON lines at least this big, in a format that allows it, is read by DuckDB's own JSON
-# reader (kvir.ingest.native); smaller files gain nothing from it.
+# A file at least this big, in a format that allows it, is read by DuckDB's own readers
+# (kvir.ingest.native); smaller files gain nothing from it.
 NATIVE_MIN_BYTES = 64 << 20
 
 

@@ -142,13 +142,15 @@ def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: P
                     prepare=lambda c: bound.append(_bind_engine(c, spec, params))))
             else:
                 bound.append(_bind_engine(case, spec, params))
-                for name in queries:
-                    reporter.run(name.split("/")[1], lambda n=name: case.run(n, params), con=case.con)
-            # aggregate finding: what Prometheus histograms imply (bounds, never requests)
-            case.run("triage/aggregate_bounds", params)
-            params["requests_total"], params["in_scope"] = (_scope_counts(case, params) if lake is None
-                                                            else (lake.requests, None))
-            case.run("triage/summary", params)   # the case table triage_summary: what the reports state too
+            with case.transaction():     # the small tables of a triage: one commit, not one each
+                if engine != "spark":
+                    for name in queries:
+                        reporter.run(name.split("/")[1], lambda n=name: case.run(n, params), con=case.con)
+                # aggregate finding: what Prometheus histograms imply (bounds, never requests)
+                case.run("triage/aggregate_bounds", params)
+                params["requests_total"], params["in_scope"] = (_scope_counts(case, params) if lake is None
+                                                                else (lake.requests, None))
+                case.run("triage/summary", params)   # the case table triage_summary: what the reports state too
             row = case.con.execute("SELECT * FROM triage_summary").fetchall()
             cols = [d[0] for d in case.con.description]
         choice, trigger = bound[0]
@@ -210,9 +212,9 @@ def _scope_counts(case: Case, params: dict[str, Any]) -> tuple[int, int | None]:
     con = case.con
     is_table = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'requests'").fetchone()[0] > 0
     in_place = con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE 'records_src%'").fetchone()[0] > 0
-    if is_table or not in_place:   # a table, or a view over the text records: counting is cheap
-        total = con.execute("SELECT count(*) FROM requests").fetchone()[0]
-        return total, case.run("triage/in_scope", params, fetch=True)[0][0]
+    if is_table or not in_place:   # a table, or a view over the records read into the case: one scan
+        total, in_scope = case.run("triage/in_scope", params, fetch=True)[0]
+        return total, in_scope
     total = con.execute("SELECT coalesce(sum(n), 0) FROM source_counts WHERE kind = 'request'").fetchone()[0]
     if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'requests_grouped'").fetchone()[0]:
         total -= con.execute("SELECT coalesce(sum(n_records) - count(*), 0) FROM requests_grouped").fetchone()[0]

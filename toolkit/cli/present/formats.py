@@ -43,10 +43,10 @@ def print_formats() -> None:
 
 
 def _reader(f: Format) -> str:
-    """The reader, and when DuckDB's own JSON reader takes over (kvir.ingest.native)."""
+    """The reader, and when DuckDB's own readers take over (kvir.ingest.native)."""
     if f.native is None:
         return f.reader
-    return (f"{f.reader}; a file of bare JSON lines of {NATIVE_MIN_BYTES >> 20} MiB or more: DuckDB's JSON reader, "
+    return (f"{f.reader}; a file of {NATIVE_MIN_BYTES >> 20} MiB or more: DuckDB's JSON reader (bare JSON lines) or CSV reader, "
             "checked line for line against a second read (else the line reader; the manifest says which read each "
             "input; KVIR_NATIVE_MIN_BYTES=off: always the line reader)")
 
