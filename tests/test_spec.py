@@ -148,3 +148,67 @@ def test_model_names_strip_a_gateway_prefix_of_three_part_aliases(tmp_path):
     p.write_text(spec_text().replace('models = ["@cf/zai-org/glm-5.3", "zai-org/GLM-5.3"]',
                                      'models = ["hosted_vllm/acme/Llama-4-Long", "openai/gpt-oss-20b"]'))
     assert load_spec(p).model_names == ("hosted_vllm/acme/Llama-4-Long", "openai/gpt-oss-20b", "acme/Llama-4-Long")
+
+
+_PC_INCIDENT = '''[incident]
+id = "PC-1"
+title = "prefix cache shared across tenants"
+models = ["acme/tiny"]
+window_start = 2026-11-01T00:00:00Z
+window_end = 2026-11-02T00:00:00Z
+mechanism = "prefix-cache"
+engine = "vllm"
+'''
+
+
+def test_mechanism_defaults_to_oversized_prompt_and_prefix_cache_takes_its_own_table():
+    import tomllib
+
+    assert parse_spec(tomllib.loads(spec_text())).mechanism == "oversized-prompt"
+    s = parse_spec(tomllib.loads(_PC_INCIDENT + '''
+[prefix_cache]
+instances = ["vllm-0", " vllm-1 "]
+isolation = "gateway-salt"
+lifetime_s = 900
+block_tokens = 128
+'''))
+    assert (s.mechanism, s.trigger, s.engine) == ("prefix-cache", None, "vllm")
+    pc = s.prefix_cache
+    assert (pc.instances, pc.isolation, pc.salt_field, pc.lifetime_s, pc.block_tokens) == \
+        (("vllm-0", "vllm-1"), "gateway-salt", "cache_salt", 900, 128)
+    assert "pool_tokens" not in s.query_params()
+    # nothing declared is nothing known: no instances, isolation unknown, no lifetime
+    bare = parse_spec(tomllib.loads(_PC_INCIDENT)).prefix_cache
+    assert (bare.instances_known, bare.isolation, bare.lifetime_s, bare.block_tokens) == (False, "unknown", None, None)
+
+
+@pytest.mark.parametrize("extra, key", [
+    ('[trigger]\npool_tokens = 10\ncontext_tokens = 20\n', "trigger"),
+    ('[prefix_cache]\nisolation = "tenant"\n', "prefix_cache.isolation"),
+    ('[prefix_cache]\nlifetime_s = 0\n', "prefix_cache.lifetime_s"),
+    ('[prefix_cache]\ninstances = [""]\n', "prefix_cache.instances"),
+    ('[prefix_cache]\nttl = 5\n', "prefix_cache.ttl"),
+])
+def test_prefix_cache_spec_errors_name_the_key(extra, key):
+    import tomllib
+
+    with pytest.raises(SpecError) as e:
+        parse_spec(tomllib.loads(_PC_INCIDENT + extra))
+    assert e.value.key == key
+
+
+def test_mechanism_and_engine_errors_name_the_key():
+    import tomllib
+
+    with pytest.raises(SpecError) as e:
+        parse_spec(tomllib.loads(_PC_INCIDENT.replace('"prefix-cache"', '"rowhammer"')))
+    assert e.value.key == "incident.mechanism"
+    # the oversized-prompt mechanism has no [prefix_cache]
+    with pytest.raises(SpecError) as e:
+        parse_spec(tomllib.loads(spec_text() + '\n[prefix_cache]\nisolation = "none"\n'))
+    assert e.value.key == "prefix_cache"
+    # incident.engine and [trigger] engine are one fact: they must agree
+    with pytest.raises(SpecError) as e:
+        parse_spec(tomllib.loads(spec_text().replace("[trigger]", '[trigger]\nengine = "vllm"').replace(
+            "[incident]", '[incident]\nengine = "sglang"')))
+    assert e.value.key == "incident.engine"

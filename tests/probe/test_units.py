@@ -105,7 +105,7 @@ def test_canary_fragments_are_found_wherever_they_start():
     text = plant_text(c, 5)
     hit, = idx.scan("noise " + text[7:40] + " more noise")         # across a repetition boundary
     assert (hit.chars, hit.normalised, hit.planted.tenant) == (33, False, "tenant-a")
-    hit, = idx.scan("xx" + c[3:15].upper() + "yy")                 # case folded, exactly 12 characters
+    hit, = idx.scan("##" + c[3:15].upper() + "!!")                 # case folded, exactly 12 characters (padding outside the canary alphabet)
     assert hit.normalised and hit.chars == 12
     hit, = idx.scan(" ".join(c[i:i + 4] for i in range(0, 32, 4)))   # spacing rewritten
     assert hit.normalised and hit.chars == 32

@@ -53,7 +53,9 @@ def _record_spec(case: Case, spec: IncidentSpec) -> None:
     facts = {"id": spec.id, "title": spec.title, "models": json.dumps(list(spec.models)),
              "model_names": json.dumps(list(spec.model_names)),
              "window_start": spec.window_start.isoformat(), "window_end": spec.window_end.isoformat(),
-             "pool_tokens": str(t.pool_tokens), "context_tokens": str(t.context_tokens), "rule": t.rule,
+             "mechanism": spec.mechanism,
+             "pool_tokens": str(t.pool_tokens) if t else "", "context_tokens": str(t.context_tokens) if t else "",
+             "rule": t.rule if t else "",
              "declared_engine": spec.engine or "",
              "awareness_time": spec.awareness_time.isoformat() if spec.awareness_time else "",
              "spec_path": str(spec.path) if spec.path else ""}

@@ -15,6 +15,7 @@ from typing import Any
 from kvir.core.errors import SpecError
 from kvir.rules.engines import NAMES as ENGINE_NAMES
 from kvir.rules.trigger import RULES, Trigger
+from kvir.spec.mechanism import OVERSIZED_PROMPT, PREFIX_CACHE, PrefixCacheSpec, parse_mechanism, parse_prefix_cache
 
 UTC = dt.timezone.utc
 ROLES = ("prefill", "decode", "mixed")
@@ -69,7 +70,7 @@ class IncidentSpec:
     models: tuple[str, ...]
     window_start: dt.datetime
     window_end: dt.datetime
-    trigger: Trigger
+    trigger: Trigger | None                                    # None: the mechanism has no pool trigger
     accounts: tuple[AccountRule, ...] = ()
     events: tuple[HandEvent, ...] = ()
     sources: tuple[SourceSpec, ...] = ()
@@ -77,13 +78,14 @@ class IncidentSpec:
     disclosure: dict[str, Any] = field(default_factory=dict)
     defect: dict[str, Any] = field(default_factory=dict)      # [defect]: the engine defect, as declared
     path: Path | None = None
-
-    engine_declared: bool = False                              # [trigger] engine was set
+    mechanism: str = OVERSIZED_PROMPT                          # kvir.spec.mechanism.MECHANISMS
+    prefix_cache: PrefixCacheSpec | None = None                # [prefix_cache], for the prefix-cache mechanism
+    declared_engine: str | None = None                         # incident.engine / [trigger] engine
 
     @property
     def engine(self) -> str | None:
-        """The engine [trigger] declares (None: let the evidence say)."""
-        return self.trigger.engine if self.engine_declared else None
+        """The engine the spec declares (None: let the evidence say)."""
+        return self.declared_engine
 
     @property
     def base_dir(self) -> Path:
@@ -108,14 +110,15 @@ class IncidentSpec:
 
     def query_params(self) -> dict[str, Any]:
         """The values every triage query binds (never pasted into SQL)."""
+        trig = self.trigger.query_params() if self.trigger else {}
         return {"models": list(self.model_names), "window_start": self.window_start, "window_end": self.window_end,
-                **self.trigger.query_params()}
+                **trig}
 
 
 # --------------------------------------------------------------------------------------------- parsing
 
-_TOP_KEYS = {"incident", "trigger", "accounts", "events", "sources", "disclosure", "defect"}
-_INCIDENT_KEYS = {"id", "title", "models", "window_start", "window_end", "awareness_time"}
+_TOP_KEYS = {"incident", "trigger", "prefix_cache", "accounts", "events", "sources", "disclosure", "defect"}
+_INCIDENT_KEYS = {"id", "title", "models", "window_start", "window_end", "awareness_time", "mechanism", "engine"}
 _TRIGGER_KEYS = {"pool_tokens", "context_tokens", "rule", "engine"}
 # [defect]: the engine defect the responders declare (kvir.report.defect reads it; `kvir init` shows it)
 DEFECT_KEYS = {"package", "ecosystem", "vendor", "repo", "title", "description", "introduced_version",
@@ -148,8 +151,9 @@ def parse_spec(data: dict[str, Any], path: Path | None = None) -> IncidentSpec:
     _no_unknown(data, _TOP_KEYS, "", err)
     inc = _table(data, "incident", err)
     _no_unknown(inc, _INCIDENT_KEYS, "incident.", err)
-    trig = _table(data, "trigger", err)
-    _no_unknown(trig, _TRIGGER_KEYS, "trigger.", err)
+    mechanism = parse_mechanism(inc.get("mechanism"), err)
+    engine = _engine(inc, data.get("trigger"), err)
+    trigger = _trigger(data, mechanism, engine, err)
 
     models = inc.get("models")
     if isinstance(models, str):
@@ -160,15 +164,9 @@ def parse_spec(data: dict[str, Any], path: Path | None = None) -> IncidentSpec:
     end = _utc(inc, "window_end", "incident.", err, required=True)
     if end < start:
         raise err("incident.window_end", f"window_end ({end.isoformat()}) is before window_start ({start.isoformat()})")
-
-    pool = _positive_int(trig, "pool_tokens", "trigger.", err)
-    context = _positive_int(trig, "context_tokens", "trigger.", err)
-    rule = trig.get("rule", "public")
-    if rule not in RULES:
-        raise err("trigger.rule", f'expected "public" (prompt_tokens > pool) or "engine" (the engine\'s own limit), got {rule!r}')
-    engine = trig.get("engine")
-    if engine is not None and engine not in ENGINE_NAMES:
-        raise err("trigger.engine", f"expected one of {', '.join(ENGINE_NAMES)}, got {engine!r}")
+    if mechanism != PREFIX_CACHE and "prefix_cache" in data:
+        raise err("prefix_cache", f'[prefix_cache] belongs to mechanism = "{PREFIX_CACHE}" (this spec\'s is {mechanism!r})')
+    prefix_cache = parse_prefix_cache(data.get("prefix_cache"), err) if mechanism == PREFIX_CACHE else None
 
     accounts = tuple(_account(a, i, err) for i, a in enumerate(_array(data, "accounts", err)))
     seen: set[str] = set()
@@ -196,8 +194,10 @@ def parse_spec(data: dict[str, Any], path: Path | None = None) -> IncidentSpec:
         models=tuple(m.strip() for m in models),
         window_start=start,
         window_end=end,
-        trigger=Trigger(pool, context, rule, engine or "unknown"),
-        engine_declared=engine is not None,
+        trigger=trigger,
+        mechanism=mechanism,
+        prefix_cache=prefix_cache,
+        declared_engine=engine,
         accounts=accounts,
         events=tuple(sorted(events, key=lambda e: e.ts)),
         sources=sources,
@@ -213,6 +213,35 @@ _MOVED_TO_DEFECT = {"engine": "package", "engine_vendor": "vendor", "engine_repo
                     "introduced_version": "introduced_version", "fixed_version": "fixed_version",
                     "fixed_release_date": "fixed_release_date", "upstream_issue": "references", "cwe": "cwe",
                     "workaround": "workaround"}
+
+
+def _engine(inc: dict, trig, err) -> str | None:
+    """incident.engine, or [trigger] engine (where earlier specs declared it); both must agree."""
+    declared = {k: t.get("engine") for k, t in (("incident.", inc), ("trigger.", trig if isinstance(trig, dict) else {}))
+                if t.get("engine") is not None}
+    for key, v in declared.items():
+        if v not in ENGINE_NAMES:
+            raise err(key + "engine", f"expected one of {', '.join(ENGINE_NAMES)}, got {v!r}")
+    if len(set(declared.values())) > 1:
+        raise err("incident.engine", f"incident.engine and [trigger] engine disagree ({' vs '.join(declared.values())})")
+    return next(iter(declared.values()), None)
+
+
+def _trigger(data: dict, mechanism: str, engine: str | None, err) -> Trigger | None:
+    """[trigger]: required by the oversized-prompt mechanism, meaningless to the prefix-cache one."""
+    if mechanism != OVERSIZED_PROMPT:
+        if "trigger" in data:
+            raise err("trigger", f"[trigger] (pool and context) belongs to mechanism = \"{OVERSIZED_PROMPT}\"; "
+                                 "a prefix-cache incident declares its engine as incident.engine")
+        return None
+    trig = _table(data, "trigger", err)
+    _no_unknown(trig, _TRIGGER_KEYS, "trigger.", err)
+    pool = _positive_int(trig, "pool_tokens", "trigger.", err)
+    context = _positive_int(trig, "context_tokens", "trigger.", err)
+    rule = trig.get("rule", "public")
+    if rule not in RULES:
+        raise err("trigger.rule", f'expected "public" (prompt_tokens > pool) or "engine" (the engine\'s own limit), got {rule!r}')
+    return Trigger(pool, context, rule, engine or "unknown")
 
 
 def _no_unknown(table: dict, allowed: set[str], prefix: str, err) -> None:
