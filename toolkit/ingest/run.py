@@ -146,12 +146,21 @@ def _register_sources(case: Case, sources: list[Source], opts: IngestOptions, si
             "max_line_bytes": opts.max_line_bytes, **extra_settings(src)})
         case.manifest["inputs"].append({
             "source_id": src.source_id, "label": src.label, "format": src.format.name, "chosen_by": src.chosen_by,
-            "files": [{"path": str(p), "size_bytes": size_of(src, i)} for i, p in enumerate(src.paths)],
+            "files": [_file_entry(p, size_of(src, i)) for i, p in enumerate(src.paths)],
             "sha256": digest, "source_tz": src.tz.text if src.tz else None,
             "served_model": src.served_model, "served_model_source": src.served_model_source,
             "node": src.node, "role": src.role, "notes": src.notes})
     _insert_rows(case, "sources", _SOURCE_COLUMNS, src_rows)
     _insert_rows(case, "source_settings", _SETTINGS_COLUMNS, set_rows)
+
+
+def _file_entry(p: Path, size: int | None) -> dict[str, Any]:
+    """An input file as given, and, for a relative path, the file it named from this run's working directory
+    (the reports name every file from one base, the case folder: kvir.report.read.shown_path)."""
+    entry: dict[str, Any] = {"path": str(p), "size_bytes": size}
+    if not p.is_absolute() and p.exists():
+        entry["resolved"] = str(p.resolve())
+    return entry
 
 
 def _share_seconds(seconds: dict[int, float], group: list[Source], spent: float) -> None:

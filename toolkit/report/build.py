@@ -18,7 +18,7 @@ from kvir.report.model import Counts, Facts, IncidentModel
 from kvir.report.story import Evidence, make_story
 from kvir.rules.engines import ENGINES, EngineChoice
 from kvir.report.plotting import bin_edges, limit_values
-from kvir.report.read import evidence, grouped, home, rows, shown_path
+from kvir.report.read import EvidenceNames, grouped, home, rows
 from kvir.report.records import (AccountExposure, AffectedResponse, Finding, HistogramBin, Indicator, NodeExposure,
                                  NodeFix, ReplaySummary, ReplayVerdict, SourceExposure, SourceRequest, Stage,
                                  TrafficGap)
@@ -43,7 +43,7 @@ def _facts(case: Case) -> Facts:
         pool_tokens=int(kv["pool_tokens"]), context_tokens=int(kv["context_tokens"]), rule=kv["rule"],
         engine=engine, engine_source=kv.get("engine_source") or "not recorded by triage (triage again)",
         model_names=tuple(json.loads(kv.get("model_names") or kv["models"])),
-        spec_path=shown_path(kv.get("spec_path", ""), home(case)),
+        spec_path=EvidenceNames.of(case).path(kv.get("spec_path", "")),
         awareness_time=utc(kv["awareness_time"]) if kv.get("awareness_time") else None,
     )
 
@@ -91,8 +91,10 @@ def _accounts(case: Case, replay_ran: bool) -> list[AccountExposure]:
 
 
 def _audit(case: Case) -> tuple[list[NodeFix], list[Finding], list[Indicator]]:
+    names = EvidenceNames.of(case)
+
     def ev(r: dict[str, Any], prefix: str) -> str:
-        return evidence(r[f"{prefix}_file"], r[f"{prefix}_line"], home(case))
+        return names.evidence(r[f"{prefix}_file"], r[f"{prefix}_line"])
 
     fixes = [NodeFix(r["node"], r["role"], int(r["starts"]), utc(r["vulnerable_from"]), r["vulnerable_pool"],
                      r["vulnerable_context"], ev(r, "vulnerable"), utc(r["fixed_at"]), r["fixed_version"],
@@ -137,8 +139,8 @@ def _traffic_gap(case: Case, facts: Facts, search_from, minutes: float) -> Traff
     if not found:
         return None
     g = found[0]
-    return TrafficGap(g["before_id"], utc(g["before_ts"]), evidence(g["before_file"], g["before_line"], home(case)),
-                      g["after_id"], utc(g["after_ts"]), evidence(g["after_file"], g["after_line"], home(case)),
+    return TrafficGap(g["before_id"], utc(g["before_ts"]), EvidenceNames.of(case).evidence(g["before_file"], g["before_line"]),
+                      g["after_id"], utc(g["after_ts"]), EvidenceNames.of(case).evidence(g["after_file"], g["after_line"]),
                       float(g["gap_s"]))
 
 
@@ -147,7 +149,7 @@ def _story(case: Case, facts: Facts, counts: Counts):
     e = rows(case, "evidence_facts")[0]
     starts = rows(case, "start_facts") if case.has("node_configs") else []
     small = [r for r in starts if r["small_pool"]]
-    first = evidence(small[0]["evidence_file"], small[0]["evidence_line"], home(case)) if small else ""
+    first = EvidenceNames.of(case).evidence(small[0]["evidence_file"], small[0]["evidence_line"]) if small else ""
     holding = sum(1 for r in starts if not r["refused"] and r["holds_context"])
     ev = Evidence(int(e["pd_responses"] or 0), int(e["placeholder_responses"] or 0), case.has("node_configs"),
                   len(small), sum(1 for r in small if r["refused"]), first, holding)
@@ -214,22 +216,23 @@ def case_input_hashes(case: Case) -> dict[str, Any]:
     """SHA-256 of what the reports were built from: the case database, its manifest, the spec, the logs
     (their paths as the reports show them: kvir.report.read.shown_path)."""
     out: dict[str, Any] = {}
+    names = EvidenceNames.of(case)
     for name in ("case.duckdb", "manifest.json"):
         p = Path(case.path) / name
         if p.exists():
             out[name] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
     spec = case.manifest.get("incident_spec")
     if spec:
-        out["incident_spec"] = {**spec, "path": shown_path(spec.get("path"), home(case))}
-    out["log_inputs"] = [_shown_input(s, home(case)) for s in case.manifest.get("inputs") or []]
+        out["incident_spec"] = {**spec, "path": names.path(spec.get("path"))}
+    out["log_inputs"] = [_shown_input(s, names) for s in case.manifest.get("inputs") or []]
     return out
 
 
-def _shown_input(source: dict[str, Any], case_dir: Path) -> dict[str, Any]:
+def _shown_input(source: dict[str, Any], names: EvidenceNames) -> dict[str, Any]:
     s = dict(source)
     if "label" in s:
-        s["label"] = shown_path(s["label"], case_dir)
+        s["label"] = names.path(s["label"])
     if isinstance(s.get("files"), list):
-        s["files"] = [{**f, "path": shown_path(f.get("path"), case_dir)} if isinstance(f, dict) else f
+        s["files"] = [{**f, "path": names.path(f.get("path"))} if isinstance(f, dict) else f
                       for f in s["files"]]
     return s

@@ -19,6 +19,7 @@ import base64
 import datetime as dt
 from dataclasses import dataclass
 
+from kvir.report.markup import num
 from kvir.report.model import IncidentModel
 from kvir.report.plotting import (count_axis, date_axis, day_label, log_axis, note_png, plain_number, plt,
                                   png)
@@ -70,11 +71,21 @@ def prompt_lengths(m: IncidentModel) -> Figure:
     if not m.histogram:
         return not_drawn("prompt_lengths", PROMPT_TITLE,
                          f"no request to {m.facts.model} in the window has a known prompt length")
-    n = sum(b.n for b in m.histogram)
     return Figure("prompt_lengths", PROMPT_TITLE,
-                  f"{n:,} requests to the model in the window (queries/report/prompt_histogram.sql); "
-                  f"{m.counts.affected:,} affected. Lines: the KV pool, the engine's limit, the context length.",
-                  png(prompt_lengths_figure(m)))
+                  f"{_counted(m)} (queries/report/prompt_histogram.sql); {num(m.counts.affected)} affected. "
+                  "Lines: the KV pool, the engine's limit, the context length.", png(prompt_lengths_figure(m)))
+
+
+def _counted(m: IncidentModel) -> str:
+    """What the histogram counts, against the headline count of requests to the model in the window (the
+    triage's in_scope: one source for that number in every document); the histogram holds those whose
+    prompt length is known."""
+    n, scope = sum(b.n for b in m.histogram), m.counts.in_scope
+    if scope is None:
+        return f"{num(n)} requests to the model in the window with a known prompt length"
+    if n == scope:
+        return f"{num(scope)} requests to the model in the window"
+    return f"{num(n)} of the {num(scope)} requests to the model in the window, those with a known prompt length"
 
 
 def prompt_lengths_figure(m: IncidentModel):
@@ -151,7 +162,7 @@ def affected_time(m: IncidentModel) -> Figure:
         return not_drawn("affected_time", TIME_TITLE, "no affected response")
     fig, marks = affected_time_figure(m)
     return Figure("affected_time", TIME_TITLE,
-                  f"{m.counts.affected:,} affected responses per hour (queries/report/affected_by_hour.sql) with "
+                  f"{num(m.counts.affected)} affected responses per hour (queries/report/affected_by_hour.sql) with "
                   f"{len(marks)} timeline events; below: the day of the response, its events numbered.", png(fig))
 
 

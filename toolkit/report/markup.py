@@ -35,7 +35,9 @@ def md_escape(value: Any) -> str:
     return visible(re.sub(r"[\r\n\t]+", " ", s))
 
 
-def _num(v: Any) -> str:
+def num(v: Any) -> str:
+    """Every count and rate the documents show, in one format: 6,878 (a count), 22,535.6 (a rate: one
+    decimal), n/a (not known). The templates' `num` filter; Python-written sentences and captions use it too."""
     if v is None:
         return "n/a"
     if isinstance(v, float) and not v.is_integer():
@@ -59,7 +61,7 @@ def _json_text(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str)
 
 
-FILTERS = {"num": _num, "utc": _utc, "day": _day, "json": _json_text}
+FILTERS = {"num": num, "utc": _utc, "day": _day, "json": _json_text}
 
 
 def loader():

@@ -5,6 +5,7 @@ evidence files named the way the reports show them.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -31,16 +32,19 @@ def home(case: Case) -> Path:
     return Path(case.home or case.path)
 
 
-def shown_path(path: Any, case_dir: str | Path) -> str:
+def shown_path(path: Any, case_dir: str | Path, resolved: dict[str, str] | None = None) -> str:
     """An input file as the reports name it: relative to the case folder when it lies in the folder that
     holds the case (inside the case, or beside it as the demo's fleet is: '../fleet/...'), so the reports
-    travel with the investigation folder and carry no local directory layout; anywhere else, as the case
-    recorded it (the path given on the command line)."""
+    travel with the investigation folder, carry no local directory layout and name every file from that one
+    base; anywhere else, as the case recorded it (the path given on the command line). A relative path is
+    first made the file it named when it was read (`resolved`: the manifest's record of it)."""
     if path is None or path == "":
         return ""
     p = Path(str(path))
     if not p.is_absolute():
-        return str(path)
+        if str(path) not in (resolved or {}):
+            return str(path)
+        p = Path(resolved[str(path)])
     case = Path(case_dir).resolve()
     if case.parent == Path(case.anchor):       # a case at the top of the file system: nothing beside it
         return str(path)
@@ -50,9 +54,28 @@ def shown_path(path: Any, case_dir: str | Path) -> str:
     return os.path.relpath(real, case)
 
 
-def evidence(file: Any, line: Any, case_dir: str | Path) -> str:
-    """'file:line' of a log record, the file as shown_path names it."""
-    if not file:
-        return ""
-    f = shown_path(file, case_dir)
-    return f"{f}:{line}" if line is not None else f
+def resolved_inputs(case: Case) -> dict[str, str]:
+    """Each relative input path the case recorded -> the file it named when read (manifest.json inputs)."""
+    return {f["path"]: f["resolved"] for s in case.manifest.get("inputs") or [] for f in s.get("files") or []
+            if isinstance(f, dict) and f.get("resolved")}
+
+
+@dataclass(frozen=True)
+class EvidenceNames:
+    """How one case's reports name input files: shown_path with the case's folder and recorded inputs."""
+    case_dir: Path
+    resolved: dict[str, str]
+
+    @classmethod
+    def of(cls, case: Case) -> "EvidenceNames":
+        return cls(home(case), resolved_inputs(case))
+
+    def path(self, path: Any) -> str:
+        return shown_path(path, self.case_dir, self.resolved)
+
+    def evidence(self, file: Any, line: Any) -> str:
+        """'file:line' of a log record, the file as shown_path names it."""
+        if not file:
+            return ""
+        f = self.path(file)
+        return f"{f}:{line}" if line is not None else f

@@ -20,6 +20,7 @@ from kvir.report.model import IncidentModel
 from kvir.report.renderer import Renderer
 from kvir.report.timeline import store_timeline
 from kvir.report.validate import Validation
+from kvir.report.wrap import unbreakable
 
 
 
@@ -121,6 +122,6 @@ def _report(case: Case, chosen: list[str], fmt: str, spec: str | Path | None, te
     index = r.html_env.get_template(INDEX_TEMPLATES[0]).render(
         m=model, gen=r.gen(), css=r.css, figs=figs, doc_kind="Reports", doc_title=model.facts.title,
         groups=link_groups(artifacts), validations=validations, warnings=model.warnings)
-    (out / "index.html").write_text(index, encoding="utf-8")
+    (out / "index.html").write_text(unbreakable(index), encoding="utf-8")
     write_manifest(case, out, model, artifacts, validations, chosen, fmt, r.gen_at)
     return ReportResult(out, artifacts, r.validations, model.warnings, model)

@@ -21,6 +21,7 @@ from kvir.report.model import IncidentModel
 from kvir.report.tables import timeline_csv, timeline_jsonl, to_csv
 from kvir.report.times import iso
 from kvir.report.validate import VALIDATORS, Validation
+from kvir.report.wrap import unbreakable
 
 DISCLOSURE = "Coordinated disclosure"
 
@@ -59,13 +60,15 @@ class Renderer:
         if isinstance(data, bytes):
             p.write_bytes(data)
         else:
-            p.write_text(data, encoding="utf-8")
+            p.write_text(unbreakable(data) if rel.endswith(".html") else data, encoding="utf-8")
         self.artifacts.append(Artifact(rel, group, title, kind, self.gen_at))
         return p
 
     def figure(self, html: bool, root: str = "") -> Callable[[str], Markup]:
         def fig(name: str) -> Markup:
             f = self.figs[name]
+            if not f.drawn:               # nothing to show: the page says why, never an empty chart
+                return Markup(f"**{md_escape(f.title)}.** *{md_escape(f.caption)}*")
             src = f.data_uri if html else root + f.file
             return Markup(f"![{md_escape(f.title)}]({src})\n\n*{md_escape(f.caption)}*")
         return fig

@@ -26,7 +26,7 @@ import re
 from typing import TYPE_CHECKING
 
 from kvir.case.store import Case
-from kvir.report.read import evidence, home, rows
+from kvir.report.read import EvidenceNames, rows
 from kvir.report.records import TimelineEvent
 from kvir.report.times import iso, utc
 
@@ -73,23 +73,35 @@ def hand_events(case: Case) -> list[TimelineEvent]:
     return out
 
 
+def _nodes(prefill: str | None, decode: str | None) -> str:
+    """The nodes that served a response, each "unknown" where the logs do not name it."""
+    if not prefill and not decode:
+        return "on unknown nodes (the logs do not name them)"
+    return f"on {prefill or 'unknown'} → {decode or 'unknown'}"
+
+
+def _tokens(n: int | None) -> str:
+    return "unknown" if n is None else f"{n:,}"
+
+
 def derived_events(case: Case, model: "IncidentModel") -> list[TimelineEvent]:
     ev: list[TimelineEvent] = []
+    names = EvidenceNames.of(case)
     for r in rows(case, "affected_span"):
         who = r["account_label"] or "a customer account"
         which = r["which"]
         ev.append(TimelineEvent(
             utc(r["ts"]), f"{'First' if which == 'first' else 'Last'} affected response (in the request logs)", "exposure", who, "data",
-            Q.format("affected_span"), evidence(r["source_file"], r["source_line"], home(case)),
+            Q.format("affected_span"), names.evidence(r["source_file"], r["source_line"]),
             "Request start of the affected response", f"{which}-affected",
-            f"request {r['request_id']} of account {r['account_id'] or 'unknown'} on "
-            f"{r['prefill_node'] or '?'} → {r['decode_node'] or '?'}", "public", (r["request_id"],)))
+            f"request {r['request_id']} of account {r['account_id'] or 'unknown'} "
+            f"{_nodes(r['prefill_node'], r['decode_node'])}", "public", (r["request_id"],)))
     for r in rows(case, "labelled_requests", {"models": list(model.facts.model_names)}):
         ev.append(TimelineEvent(
             utc(r["ts"]), f"{'First' if r['which'] == 'first' else 'Last'} request of the {r['label']} (in the request logs)", "confirmation",
-            r["label"], "data", Q.format("labelled_requests"), evidence(r["source_file"], r["source_line"], home(case)),
+            r["label"], "data", Q.format("labelled_requests"), names.evidence(r["source_file"], r["source_line"]),
             "Request start", "test-request",
-            f"request {r['request_id']} ({r['prompt_tokens'] if r['prompt_tokens'] is not None else '?'} prompt tokens, "
+            f"request {r['request_id']} ({_tokens(r['prompt_tokens'])} prompt tokens, "
             f"{r['outcome'] or 'outcome unknown'}); account {r['account_id']} sent {r['n_requests']} request(s) to the "
             f"model, {r['n_affected']} affected", "internal", (r["request_id"],)))
     prefill = [f for f in model.node_fixes if f.role == "prefill" and f.vulnerable_from is not None]
