@@ -179,4 +179,5 @@ class Renderer:
 
     def figures(self) -> None:
         for f in self.figs.values():
-            self.write(f.file, f.png, "Figures", f.title, "PNG")
+            if f.drawn:                   # a figure with nothing to show is its caption on the pages alone
+                self.write(f.file, f.png, "Figures", f.title, "PNG")
