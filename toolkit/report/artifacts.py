@@ -37,7 +37,7 @@ PROSE_HTML = "document.html.j2"    # the HTML shell of every prose document (its
 
 KINDS: tuple[ArtifactKind, ...] = (
     ArtifactKind("timeline", "incident timeline as Markdown, HTML, CSV and Timesketch JSONL",
-                 ("timeline.md.j2", "timeline.html.j2")),
+                 ("timeline.md.j2", "timeline.html.j2", "figure.html.j2")),
     ArtifactKind("postmortem", "internal post-mortem in Google SRE sections", ("postmortem.md.j2", PROSE_HTML)),
     ArtifactKind("public-report", "public incident report", ("public_report.md.j2", PROSE_HTML)),
     ArtifactKind("advisory", "coordinated-disclosure advisory for the engine defect", ("advisory.md.j2", PROSE_HTML),
@@ -53,7 +53,7 @@ KINDS: tuple[ArtifactKind, ...] = (
     ArtifactKind("figures", "the figures as PNG files, which the HTML pages embed", ()),
 )
 # rendered on every run, whatever --only says (every HTML page extends base.html.j2)
-INDEX_TEMPLATES = ("index.html.j2", "base.html.j2")
+INDEX_TEMPLATES = ("index.html.j2", "base.html.j2", "figure.html.j2")   # figure: one figure, or why not drawn
 
 ARTIFACTS = tuple(k.name for k in KINDS)
 FORMATS = ("md", "html", "all")
