@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .layout import layout_facts
+from .layout import layout_facts, layout_facts_many
 
 PAGES = ("index.html", "timeline.html", "postmortem.html")
 WIDTHS = (1280, 800)
@@ -69,15 +69,14 @@ def test_the_layout_check_can_fail(tmp_path):
     assert any("logs-2026" in b for b in facts["broken"])
 
 
-def _check_pages(reports: Path, tmp_path: Path) -> None:
-    for page in PAGES:
-        for width in WIDTHS:
-            facts = layout_facts(reports / page, width, tmp_path)
-            where = f"{page} at {width} px"
-            assert facts["width"] == width, where
-            assert facts["page"] <= width, f"{where}: the page is {facts['page']} px wide"
-            assert facts["overflow"] == [], f"{where}: content wider than its cell: {facts['overflow'][:5]}"
-            assert facts["broken"] == [], f"{where}: tokens broken over two lines: {facts['broken'][:5]}"
+def _check_pages(reports: Path, tmp_path: Path, pages=PAGES, widths=WIDTHS) -> None:
+    views = [(page, width) for page in pages for width in widths]
+    for (page, width), facts in zip(views, layout_facts_many([(reports / p, w) for p, w in views], tmp_path)):
+        where = f"{page} at {width} px"
+        assert facts["width"] == width, where
+        assert facts["page"] <= width, f"{where}: the page is {facts['page']} px wide"
+        assert facts["overflow"] == [], f"{where}: content wider than its cell: {facts['overflow'][:5]}"
+        assert facts["broken"] == [], f"{where}: tokens broken over two lines: {facts['broken'][:5]}"
 
 
 def test_demo_pages_fit_1280_and_800_px(demo_reports, tmp_path):
@@ -86,6 +85,13 @@ def test_demo_pages_fit_1280_and_800_px(demo_reports, tmp_path):
 
 def test_small_case_pages_fit_1280_and_800_px(vllm_reports, tmp_path):
     _check_pages(vllm_reports, tmp_path)
+
+
+def test_every_demo_document_fits_800_px(demo_reports, tmp_path):
+    """The other prose pages too (the public report, the advisory, the GDPR draft, one notice of each kind)."""
+    notices = [str(next((demo_reports / "notices" / k).glob("*.html")).relative_to(demo_reports))
+               for k in ("affected", "source")]
+    _check_pages(demo_reports, tmp_path, ("public_report.html", "advisory.html", "gdpr_art33.html", *notices), (800,))
 
 
 def test_figures_not_drawn_say_why(vllm_reports):
