@@ -1,4 +1,5 @@
-"""kvir.report.wrap: where a line may break on the pages (expected markup written out by hand)."""
+"""kvir.report.wrap (where a line may break on the pages) and kvir.report.read.shown_path (the one base of
+every path the documents name); expected values written out by hand."""
 from __future__ import annotations
 
 import re
@@ -26,3 +27,18 @@ def test_tags_styles_titles_and_entities_are_untouched():
     assert out.startswith('<html><head><title>a/b 2026-01-01</title><style>a { content: "x/y-1"; }</style>')
     assert '<a href="notices/affected/acct-1.html">' + NB.format("acct-1") + " &lt;" in out
     assert re.sub(r"<[^>]+>", "", out) == re.sub(r"<[^>]+>", "", page)      # the text a reader copies
+
+
+def test_every_input_is_named_from_the_case_folder(tmp_path):
+    """One base: a file beside the case, one elsewhere and a relative path as given on the command line
+    (resolved when read) are all named relative to the case folder."""
+    from kvir.report.read import shown_path
+
+    case = tmp_path / "work" / "case"
+    case.mkdir(parents=True)
+    resolved = {"fleet/gw.json": str(tmp_path / "work" / "fleet" / "gw.json")}
+    assert shown_path(tmp_path / "work" / "fleet" / "engine.log", case) == "../fleet/engine.log"
+    assert shown_path(tmp_path / "var" / "log" / "n0.log", case) == "../../var/log/n0.log"
+    assert shown_path("fleet/gw.json", case, resolved) == "../fleet/gw.json"
+    assert shown_path(case / "inputs" / "x.log", case) == "inputs/x.log"
+    assert shown_path("elsewhere/x.log", case, resolved) == "elsewhere/x.log"    # not placed: as recorded

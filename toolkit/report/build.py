@@ -138,9 +138,9 @@ def _traffic_gap(case: Case, facts: Facts, search_from, minutes: float) -> Traff
                                        "min_gap_s": minutes * 60})
     if not found:
         return None
-    g = found[0]
-    return TrafficGap(g["before_id"], utc(g["before_ts"]), EvidenceNames.of(case).evidence(g["before_file"], g["before_line"]),
-                      g["after_id"], utc(g["after_ts"]), EvidenceNames.of(case).evidence(g["after_file"], g["after_line"]),
+    g, names = found[0], EvidenceNames.of(case)
+    return TrafficGap(g["before_id"], utc(g["before_ts"]), names.evidence(g["before_file"], g["before_line"]),
+                      g["after_id"], utc(g["after_ts"]), names.evidence(g["after_file"], g["after_line"]),
                       float(g["gap_s"]))
 
 

@@ -9,9 +9,10 @@ Each figure is PNG bytes; the HTML documents embed them as data: URIs (no extern
 matplotlib is imported here only, when a report is rendered.
 
 A figure with nothing to show (no prompt length, no affected response, no prefill node named in the
-evidence) is not drawn (Figure.drawn is False): the pages show its title and the caption that says why, and
-no PNG of it is written (its `png`, a note of that sentence, is for notebooks). Axes use plain numbers (1,000 not 10³) and
-plain dates (Sep 1, 14:00); the prompt-length bins are split at the limit lines, so no bar spans one.
+evidence) is not drawn (Figure.drawn is False): the pages show its title and the caption that says why,
+and no PNG of it is written (its `png`, a note of that sentence, is for notebooks). Axes use plain numbers
+(1,000 not 10³) and plain dates (Sep 1, 14:00); the prompt-length bins are split at the limit lines, so no
+bar spans one.
 """
 from __future__ import annotations
 

@@ -33,11 +33,11 @@ def home(case: Case) -> Path:
 
 
 def shown_path(path: Any, case_dir: str | Path, resolved: dict[str, str] | None = None) -> str:
-    """An input file as the reports name it: relative to the case folder when it lies in the folder that
-    holds the case (inside the case, or beside it as the demo's fleet is: '../fleet/...'), so the reports
-    travel with the investigation folder, carry no local directory layout and name every file from that one
-    base; anywhere else, as the case recorded it (the path given on the command line). A relative path is
-    first made the file it named when it was read (`resolved`: the manifest's record of it)."""
+    """An input file as the reports name it: relative to the case folder, the one base of every path in
+    every document ('../fleet/...' for the demo's fleet beside the case), so the reports travel with the
+    investigation folder and carry no local directory layout. A relative path is first made the file it
+    named when it was read (`resolved`: the manifest's record of it); one the case cannot place (read before
+    the manifest recorded that, or not a local file) stays as the case recorded it."""
     if path is None or path == "":
         return ""
     p = Path(str(path))
@@ -45,13 +45,10 @@ def shown_path(path: Any, case_dir: str | Path, resolved: dict[str, str] | None 
         if str(path) not in (resolved or {}):
             return str(path)
         p = Path(resolved[str(path)])
-    case = Path(case_dir).resolve()
-    if case.parent == Path(case.anchor):       # a case at the top of the file system: nothing beside it
+    try:
+        return os.path.relpath(p.resolve(), Path(case_dir).resolve())
+    except ValueError:                         # another drive (Windows): no relative path exists
         return str(path)
-    real = p.resolve()
-    if not real.is_relative_to(case.parent):
-        return str(path)
-    return os.path.relpath(real, case)
 
 
 def resolved_inputs(case: Case) -> dict[str, str]:
