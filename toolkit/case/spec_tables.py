@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from kvir.case.store import Case
 from kvir.core.errors import KvirError
 from kvir.core.files import sha256_file
+from kvir.spec.mechanism import OVERSIZED_PROMPT, PREFIX_CACHE, PrefixCacheSpec
 from kvir.spec.model import IncidentSpec, load_spec
 
 SPEC_FACT_TABLES = ("hand_events", "disclosure", "defect")
@@ -54,6 +56,7 @@ def _record_spec(case: Case, spec: IncidentSpec) -> None:
              "model_names": json.dumps(list(spec.model_names)),
              "window_start": spec.window_start.isoformat(), "window_end": spec.window_end.isoformat(),
              "mechanism": spec.mechanism,
+             "prefix_cache": json.dumps(asdict(spec.prefix_cache)) if spec.prefix_cache else "",
              "pool_tokens": str(t.pool_tokens) if t else "", "context_tokens": str(t.context_tokens) if t else "",
              "rule": t.rule if t else "",
              "declared_engine": spec.engine or "",
@@ -139,3 +142,17 @@ def read_disclosure(case: Case, table: str = "disclosure") -> dict[str, Any]:
     if table not in SPEC_FACT_TABLES[1:] or not case.has(table):
         return {}
     return {k: json.loads(v) for k, v in case.con.execute(f"SELECT key, value FROM {table} ORDER BY key").fetchall()}
+
+
+def incident_mechanism(case: Case) -> tuple[str, PrefixCacheSpec | None]:
+    """The exposure mechanism triage recorded (kvir.spec.mechanism) and its [prefix_cache]; a case without
+    one (triaged by an older kvir, or not yet) is the default mechanism's."""
+    mech = _incident_value(case, "mechanism") or OVERSIZED_PROMPT
+    raw = _incident_value(case, "prefix_cache")
+    if mech != PREFIX_CACHE:
+        return mech, None
+    if not raw:
+        return mech, PrefixCacheSpec()
+    d = json.loads(raw)
+    return mech, PrefixCacheSpec(tuple(d.get("instances") or ()), d.get("isolation", "unknown"),
+                                 d.get("salt_field", "cache_salt"), d.get("lifetime_s"), d.get("block_tokens"))
