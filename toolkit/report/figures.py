@@ -73,7 +73,8 @@ def prompt_lengths(m: IncidentModel) -> Figure:
     n = sum(b.n for b in m.histogram)
     return Figure("prompt_lengths", PROMPT_TITLE,
                   f"{n:,} requests to the model in the window (queries/report/prompt_histogram.sql); "
-                  f"{m.counts.affected:,} affected. Lines: the KV pool, the engine's limit, the context length.",
+                  f"{m.counts.affected:,} affected." + (" Lines: the KV pool, the engine's limit, the context length."
+                                                        if _limit_lines(m.facts) else ""),
                   png(prompt_lengths_figure(m)))
 
 
@@ -211,6 +212,10 @@ NODES_TITLE = "Prefill nodes' exposure windows"
 
 
 def node_windows(m: IncidentModel) -> Figure:
+    if m.facts.mechanism != "oversized-prompt":
+        return not_drawn("node_windows", "Exposure windows per node", f"the {m.facts.mechanism} mechanism has no "
+                         "configuration periods per node to draw; the post-mortem's node table gives each instance's "
+                         "first and last affected response")
     fixes = {f.node: f for f in m.node_fixes if f.role == "prefill"}
     nodes = sorted({n.node for n in m.prefill_nodes if n.node} | set(fixes))
     if not nodes:

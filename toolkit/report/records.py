@@ -19,6 +19,9 @@ class AffectedResponse:
     completion_tokens: int | None
     http_status: int | None
     finish_reason: str | None
+    verdict: str | None = None          # prefix-cache: 'affected' | 'possibly affected' (the triage's)
+    cached_tokens: int | None = None    # prefix-cache: prompt tokens served from the cache
+    source_tenants: int | None = None   # prefix-cache: how many other tenants could have written them (never who)
 
 
 @dataclass(frozen=True)
