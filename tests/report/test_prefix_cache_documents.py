@@ -156,3 +156,17 @@ def test_prose_counts_verdicts_and_audit_are_the_cases(pc_reports):
             rid: v for rid, v in EXPECTED.items() if v[0] == account}
         others = {"acme", "beta", "gamma", "delta"} - {account}       # a notice never names another customer
         assert [o for o in others if re.search(rf"\b{o}\b(?!/tiny)", md)] == []
+
+
+def test_candidate_source_notices(pc_reports):
+    """Each tenant the triage names as a possible source gets its own notice: how many responses name it (r2 and
+    r4 name acme; r3 and r4 name beta, r4 alone affected), never who read them."""
+    got = {}
+    for path in sorted((pc_reports / "notices" / "source").glob("*.md")):
+        md = path.read_text()
+        account = re.search(r"account \*\*(\w+)\*\*", md).group(1)
+        got[account] = tuple(int(x) for x in re.findall(r"^\| (?:responses of other|of them)[^|]+\| (\d+) \|$", md, re.M))
+        assert [o for o in {"acme", "beta", "gamma", "delta"} - {account} if re.search(rf"\b{o}\b(?!/tiny)", md)] == []
+        assert "r2" not in md and "r4" not in md
+    assert got == {"acme": (2, 2), "beta": (2, 1)}
+

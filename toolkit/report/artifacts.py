@@ -48,7 +48,7 @@ KINDS: tuple[ArtifactKind, ...] = (
     ArtifactKind("cve", "CVE 5.1 CNA container draft for the engine defect", ("cve_cna.json.j2",), machine=True,
                  engine_advisory=True),
     ArtifactKind("notices", "one processor-to-controller notice per affected account and per source account",
-                 ("notice_affected.md.j2", "notice_source.md.j2", PROSE_HTML)),
+                 ("notice_affected.md.j2", "notice_source.md.j2", "notice_prefix_source.md.j2", PROSE_HTML)),
     ArtifactKind("gdpr", "GDPR Art. 33 notification draft with its 72-hour clock", ("gdpr_art33.md.j2", PROSE_HTML)),
     ArtifactKind("figures", "the figures as PNG files, which the HTML pages embed", ()),
 )

@@ -22,9 +22,9 @@ from kvir.spec.mechanism import OVERSIZED_PROMPT
 from kvir.rules.engines import ENGINES, EngineChoice
 from kvir.report.plotting import bin_edges, limit_values
 from kvir.report.read import evidence, grouped, home, rows, shown_path
-from kvir.report.records import (AccountExposure, AffectedResponse, Finding, HistogramBin, Indicator, NodeExposure,
-                                 NodeFix, ReplaySummary, ReplayVerdict, SourceExposure, SourceRequest, Stage,
-                                 TrafficGap)
+from kvir.report.records import (AccountExposure, AffectedResponse, CandidateSource, Finding, HistogramBin,
+                                 Indicator, NodeExposure, NodeFix, ReplaySummary, ReplayVerdict, SourceExposure,
+                                 SourceRequest, Stage, TrafficGap)
 from kvir.report.times import iso, utc
 
 NEEDED_TABLES = ("affected", "accounts", "nodes", "triage_hits", "excluded", "requests", "account_rules")
@@ -232,6 +232,10 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
         by_hour=by_hour, traffic_gap=gap, traffic_gap_query="queries/report/traffic_gap.sql",
         warnings=warns, models_note=models_note, case_path=home(case).name, case_inputs=list(case.manifest.get("inputs") or []),
     )
+    if facts.mechanism != OVERSIZED_PROMPT:
+        model.candidate_sources = [CandidateSource(r["account_id"], int(r["responses"]), int(r["affected"]),
+                                                   utc(r["first_ts"]), utc(r["last_ts"]))
+                                   for r in rows(case, "prefix_sources")]
     model.timeline = build_timeline(case, model)
     model.queries = list(case.log.entries[logged:])
     return model

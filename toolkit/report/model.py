@@ -15,8 +15,8 @@ from typing import Any
 
 from kvir.report.defect import Defect
 from kvir.report.disclosure import Disclosure
-from kvir.report.records import (AccountExposure, Finding, HistogramBin, Indicator, NodeExposure, NodeFix,
-                                 ReplaySummary, Stage, TimelineEvent, TrafficGap)
+from kvir.report.records import (AccountExposure, CandidateSource, Finding, HistogramBin, Indicator, NodeExposure,
+                                 NodeFix, ReplaySummary, Stage, TimelineEvent, TrafficGap)
 from kvir.report.story import Story
 from kvir.report.times import UTC
 from kvir.rules.engines import ENGINES
@@ -108,6 +108,7 @@ class IncidentModel:
     traffic_gap: TrafficGap | None
     traffic_gap_query: str
     timeline: list[TimelineEvent] = field(default_factory=list)
+    candidate_sources: list[CandidateSource] = field(default_factory=list)   # prefix-cache: the triage's sources
     queries: list[dict[str, Any]] = field(default_factory=list)   # QueryLog entries of the report's queries
     warnings: list[str] = field(default_factory=list)
     models_note: str = ""           # triage's note on model names the spec missed (kvir.triage.models)

@@ -71,6 +71,18 @@ class SourceExposure:
 
 
 @dataclass(frozen=True)
+class CandidateSource:
+    """Prefix-cache: a tenant whose earlier request could have written the cached blocks other tenants'
+    responses were served from (the triage's source_tenants): how many responses name it, when."""
+
+    account_id: str
+    responses: int                 # affected and possibly affected responses that name it
+    affected: int                  # of them, affected
+    first: dt.datetime | None
+    last: dt.datetime | None
+
+
+@dataclass(frozen=True)
 class NodeExposure:
     node: str | None
     role: str

@@ -197,8 +197,8 @@ class PrefixCacheStory(Story):
                 "candidates the request logs allow (replay not run).")
 
     def source_what(self, model: str) -> str:
-        return (f"{self.cause_short} let requests of another customer to the model {model} be served from KV-cache "
-                f"blocks computed for your requests' leading tokens.")
+        return (f"{self.cause_short} may have let requests of another customer to the model {model} be served from "
+                f"KV-cache blocks computed for your requests' leading tokens.")
 
     @property
     def gdpr_mechanism(self) -> str:
@@ -246,3 +246,14 @@ class PrefixCacheStory(Story):
     @property
     def records_clause(self) -> str:
         return "were served from cache blocks another tenant's request computed"
+
+    @property
+    def source_meaning(self) -> str:
+        return ("The other customer's cached-token count and response time could show it that a request of yours had "
+                "begun with the same text: a customer that guessed the leading text of your prompts (a system prompt, "
+                "a document) could confirm the guess.")
+
+    @property
+    def source_action(self) -> str:
+        return ("Check which of your prompts in that period began with confidential text, treat that text as possibly "
+                "confirmed by another customer, and replace any secret it contains.")
