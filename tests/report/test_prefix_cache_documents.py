@@ -74,7 +74,8 @@ EXPECTED = {"r2": ("beta", "affected"), "r3": ("acme", "possibly affected"), "r4
 # the oversized-prompt mechanism's own words: none may appear in a prefix-cache case's documents
 OVERSIZED_WORDS = re.compile(r"KV pool|\bpool\b|one-token|1-token|placeholder (?:for|token)|one token for a longer|"
                              r"nobody wrote|never written|unwritten|prefill/decode|disaggregat|context length|"
-                             r"prompts? of more than|max_req_input_len|over-long|stub", re.I)
+                             r"prompts? of more than|max_req_input_len|over-long|stub|text derived from|"
+                             r"other requests' data|foreign (?:data|tokens)|KV pages", re.I)
 # the prefix-cache mechanism's words: none may appear in the reference incident's documents
 PREFIX_WORDS = re.compile(r"\bsalt|prefix cache|prefix caching|cached prompt tokens|cached tokens|cache block|"
                           r"cached block|another tenant's earlier", re.I)

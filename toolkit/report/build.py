@@ -5,6 +5,7 @@ once through Case.run, logged in the manifest); the rows are split by account in
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +219,8 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
     gap = _traffic_gap(case, facts, disclosure.awareness_time or facts.window_start, disclosure.traffic_gap_minutes)
 
     story = _story(case, facts, counts)
+    if "data_exposed" not in raw_disclosure:      # the default is what the mechanism exposes
+        disclosure = replace(disclosure, data_exposed=story.data_exposed)
     if story.no_advisory:
         warns.append(story.no_advisory)
     if story.contradicted:

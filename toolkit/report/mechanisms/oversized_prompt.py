@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvir.report.disclosure import DEFAULT_EXPOSED
 from kvir.report.story import Story
 from kvir.rules.trigger import Trigger
 from kvir.spec.mechanism import OVERSIZED_PROMPT
@@ -220,3 +221,8 @@ class OversizedPromptStory(Story):
     @property
     def records_clause(self) -> str:
         return "carried potentially foreign data"
+
+    @property
+    def data_exposed(self) -> tuple[str, ...]:
+        return tuple(DEFAULT_EXPOSED)
+

@@ -257,3 +257,9 @@ class PrefixCacheStory(Story):
     def source_action(self) -> str:
         return ("Check which of your prompts in that period began with confidential text, treat that text as possibly "
                 "confirmed by another customer, and replace any secret it contains.")
+
+    @property
+    def data_exposed(self) -> tuple[str, ...]:
+        return ("whether another tenant's prompts began with the same text as a request's own (shown to the requester "
+                "by its cached-token count and response time)",)
+
