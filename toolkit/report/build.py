@@ -63,7 +63,9 @@ def _counts(case: Case, warns: list[str], mechanism: str) -> Counts:
         raise KvirError("the case has no `triage_summary` table (triaged by an older kvir): run `kvir triage` "
                         "again", path=str(home(case)))
     h = rows(case, "headline")[0]
-    possibly = int(rows(case, "prefix_facts")[0]["possibly_affected"] or 0) if mechanism != OVERSIZED_PROMPT else 0
+    possibly = 0
+    if mechanism != OVERSIZED_PROMPT and "possibly_affected" in case.columns("triage_summary"):
+        possibly = int(rows(case, "prefix_facts")[0]["possibly_affected"] or 0)
     if int(h["affected_now"]) != int(h["affected"]) + possibly:
         warns.append(f"the triage summary says {h['affected']} affected responses, the case's affected table now "
                      f"holds {h['affected_now']}: run `kvir triage` again before publishing")
