@@ -14,8 +14,8 @@
 --   earlier      started before (ties in time: earlier in its source, then by id), on the same instance,
 --                ended no more than $lifetime_s before this one started (NULL: unbounded, not known)
 --   same-tenant source    an earlier request of the same tenant with prompt_tokens >= cached_tokens
---   source tenants        the other tenants of earlier requests with prompt_tokens >= cached_tokens, or of
---                unknown length (they cannot be ruled out); 'unknown' for requests without an account
+--   source tenants        the other tenants of earlier requests with prompt_tokens >= cached_tokens (a
+--                request of unknown length or without an account names no tenant: it is counted, not listed)
 -- Categories (a served response, HTTP 2xx / finish stop or length):
 --   affected           cached_tokens > 0 and no same-tenant source: another tenant's blocks (or blocks
 --                      from before the logs begin) were served
@@ -50,9 +50,8 @@ hits AS (       -- the responses that read cached blocks and can be judged
 sources AS (    -- per hit, the earlier requests on its instance that could have written its cached blocks
     SELECT h.seq,
         bool_or(s.account_id = h.account_id AND s.prompt_tokens >= h.cached_tokens) AS same_tenant_source,
-        list_sort(list_distinct(list(coalesce(s.account_id, 'unknown'))
-            FILTER (WHERE s.account_id IS DISTINCT FROM h.account_id
-                    AND (s.prompt_tokens IS NULL OR s.prompt_tokens >= h.cached_tokens)))) AS source_tenants
+        list_sort(list_distinct(list(s.account_id)
+            FILTER (WHERE s.account_id <> h.account_id AND s.prompt_tokens >= h.cached_tokens))) AS source_tenants
     FROM hits AS h
     JOIN pool AS s ON s.instance = h.instance AND s.seq < h.seq AND s.ts <= h.ts
     WHERE $lifetime_s IS NULL OR coalesce(s.ts_end, s.ts) >= h.ts - to_seconds($lifetime_s::DOUBLE)

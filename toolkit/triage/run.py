@@ -268,6 +268,8 @@ def _export(case: Case, keep_raw: bool) -> dict[str, Path]:
         out[f"{table}.parquet"] = write_parquet(case.con, f"SELECT * FROM {table}", p / f"{table}.parquet")
         out[f"{table}.csv"] = write_csv(case.con, table, p / f"{table}.csv", guard=guard, exact=f"{table}.parquet")
     out["conflicts.csv"] = write_csv(case.con, "conflicts", p / "conflicts.csv", guard=guard)
+    if case.has("prefix_cache_counts"):        # the prefix-cache mechanism's verdicts per instance and tenant
+        out["prefix_cache_counts.csv"] = write_csv(case.con, "prefix_cache_counts", p / "prefix_cache_counts.csv", guard=guard)
     out["sources.csv"] = write_csv(case.con, "source_summary", p / "sources.csv", guard=guard)
     out["quarantine.csv"] = write_csv(case.con, "quarantine", p / "quarantine.csv", guard=guard,
                                       columns=["source_file", "source_line", "format", "reason"] + (["raw"] if keep_raw else []))
