@@ -98,3 +98,27 @@ def test_prefix_cache_affected_table_contract(tmp_path):
     assert all(c in cols for c in common)
     assert (cols["cached_tokens"], cols["verdict"], cols["instance"], cols["tenant"], cols["source_tenants"]) == (
         "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]")
+
+
+def test_replay_of_a_case_with_lengths_only_is_inconclusive_never_a_guess(tmp_path):
+    from kvir.replay.prefix_run import NO_TOKENS
+    from kvir.replay.run import replay_case
+
+    r = _case(tmp_path, "\n[prefix_cache]\nblock_tokens = 16\n")
+    r.case.close()
+    run = replay_case(tmp_path / "case")
+    res = run.results
+    assert set(res["request_id"]) == {"r2", "r3", "r4", "r5"} and len(res) == 8     # both keyings each
+    assert set(res["verdict"]) == {"inconclusive"} and set(res["reason"]) == {NO_TOKENS}
+    assert run.exposure.empty and res["foreign_owners"].map(len).sum() == 0
+    assert (res["build_basis"].dropna() == "assumed").all()                 # no count could choose the keying
+
+
+def test_replay_without_the_block_size_says_so(tmp_path):
+    from kvir.replay.run import replay_case
+
+    r = _case(tmp_path)
+    r.case.close()
+    res = replay_case(tmp_path / "case").results
+    assert set(res["verdict"]) == {"inconclusive"}
+    assert all("block_tokens" in why for why in res["reason"])
