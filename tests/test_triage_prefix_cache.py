@@ -122,3 +122,34 @@ def test_replay_without_the_block_size_says_so(tmp_path):
     res = replay_case(tmp_path / "case").results
     assert set(res["verdict"]) == {"inconclusive"}
     assert all("block_tokens" in why for why in res["reason"])
+
+
+def test_litellm_rows_carry_cached_tokens_in_their_usage_object(tmp_path):
+    """LiteLLM keeps the provider's usage in SpendLogs metadata.usage_object (spend_tracking_utils, 1.110.2). The
+    real rows (tests/fixtures/litellm: a provider that reported no prompt_tokens_details) cannot decide; one row
+    copied from them with the details a vLLM with --enable-prompt-tokens-details returns (edited here) is read."""
+    import json
+    from pathlib import Path
+
+    src = Path(__file__).parent / "fixtures" / "litellm" / "LiteLLM_SpendLogs.ndjson"
+    rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    hit = json.loads(json.dumps(rows[1]))
+    hit.update(request_id="chatcmpl-edited-hit", startTime="2026-09-02T10:00:09.000", endTime="2026-09-02T10:00:09.500")
+    hit["metadata"]["usage_object"]["prompt_tokens_details"] = {"cached_tokens": 512}
+    write(tmp_path / "spend.ndjson", "\n".join(json.dumps(r) for r in rows + [hit]) + "\n")
+    write(tmp_path / "incident.toml", '''[incident]
+id = "PC-L"
+title = "prefix cache behind a LiteLLM proxy"
+models = ["zai-org/GLM-5.3"]
+window_start = 2026-09-02T00:00:00Z
+window_end = 2026-09-03T00:00:00Z
+mechanism = "prefix-cache"
+''')
+    r = kvir.triage(tmp_path / "incident.toml", [tmp_path / "spend.ndjson"], out=tmp_path / "case")
+    got = dict(r.case.con.execute("SELECT request_id, cached_tokens FROM requests").fetchall())
+    assert got["chatcmpl-edited-hit"] == 512
+    assert sum(v is None for v in got.values()) == len(rows)
+    # cust_b's hit: cust_b's own earlier row (681,280 tokens) could have written 512 tokens, so could cust_a's
+    assert _verdicts(r) == {"chatcmpl-edited-hit": ("possibly affected", ["cust_a", "u_internal"])}
+    # cannot decide: cust_a, cust_b, u_internal and cust_d (whose mock deployment serves the same model name)
+    assert r.summary["cannot_decide"] == 4 and r.summary["prefix_cache"]["formats_without_cached_tokens"] == ["litellm"]
