@@ -153,3 +153,27 @@ mechanism = "prefix-cache"
     assert _verdicts(r) == {"chatcmpl-edited-hit": ("possibly affected", ["cust_a", "u_internal"])}
     # cannot decide: cust_a, cust_b, u_internal and cust_d (whose mock deployment serves the same model name)
     assert r.summary["cannot_decide"] == 4 and r.summary["prefix_cache"]["formats_without_cached_tokens"] == ["litellm"]
+
+
+def test_replay_reads_token_ids_from_vllms_own_debug_log(tmp_path):
+    """vLLM's request log at DEBUG prints each prompt's token ids (`Request <id> details: ... prompt_token_ids:
+    [...]`, request_logger.py since 0.11.1; the INFO lines never do): the replay reads them from the line, the
+    case never holds them (tests/fixtures/vllm/0.32.0/multi-prompt.log, a real server at DEBUG)."""
+    from pathlib import Path
+
+    from kvir.replay.prefix_run import _evidence
+
+    log = Path(__file__).parent / "fixtures" / "vllm" / "0.32.0" / "multi-prompt.log"
+    write(tmp_path / "incident.toml", '''[incident]
+id = "PC-V"
+title = "prefix cache on vLLM"
+models = ["tiny-llama"]
+window_start = 2026-12-03T00:00:00Z
+window_end = 2026-12-04T00:00:00Z
+mechanism = "prefix-cache"
+''')
+    r = kvir.triage(tmp_path / "incident.toml", [log], out=tmp_path / "case", source_tz="UTC")
+    hist = r.case.df("SELECT request_id, account_id FROM requests WHERE request_id = 'cmpl-b77ca6b5fb16495f'")
+    got = _evidence(r.case, hist, "cache_salt")["cmpl-b77ca6b5fb16495f"]
+    assert (got.tokens, got.salt, got.tenant) == ([1, 75, 76], None, "(no account)")
+    assert r.case.con.execute("SELECT count(*) FROM requests WHERE cached_tokens IS NOT NULL").fetchone()[0] == 0
