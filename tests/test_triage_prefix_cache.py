@@ -177,3 +177,11 @@ mechanism = "prefix-cache"
     got = _evidence(r.case, hist, "cache_salt")["cmpl-b77ca6b5fb16495f"]
     assert (got.tokens, got.salt, got.tenant) == ([1, 75, 76], None, "(no account)")
     assert r.case.con.execute("SELECT count(*) FROM requests WHERE cached_tokens IS NOT NULL").fetchone()[0] == 0
+
+
+def test_excluded_accounts_responses_are_listed_apart_with_their_verdict(tmp_path):
+    r = _case(tmp_path, '\n[[accounts]]\nid = "acme"\nlabel = "provider tests"\nreason = "our own canaries"\nexclude = true\n')
+    assert set(_verdicts(r)) == {"r2", "r5"}                   # acme's r3, r4 leave the affected set ...
+    ex = r.case.df("SELECT request_id, verdict FROM excluded ORDER BY request_id")
+    assert list(zip(ex["request_id"], ex["verdict"])) == [("r3", "possibly affected"), ("r4", "possibly affected")]
+    assert r.summary["excluded"] == 2                          # ... and are counted apart, never dropped

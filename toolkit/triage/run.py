@@ -216,7 +216,7 @@ def _bind_engine(case: Case, spec: IncidentSpec, params: dict[str, Any]) -> tupl
         raise InputError(f"[trigger] rule = \"engine\" needs the serving engine, and {choice.source}: set "
                          f"[trigger] engine in {spec.path or 'incident.toml'}, or use rule = \"public\"")
     record_engine(case, choice)
-    params.update(trigger.query_params(), rule_text=trigger.describe(), excluded_categories=["affected"],
+    params.update(trigger.query_params(), rule_text=trigger.describe(),
                   other_rule_text=trigger.describe(trigger.other_rule), condition_text=trigger.condition())
     return choice, trigger
 
