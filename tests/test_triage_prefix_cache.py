@@ -98,3 +98,90 @@ def test_prefix_cache_affected_table_contract(tmp_path):
     assert all(c in cols for c in common)
     assert (cols["cached_tokens"], cols["verdict"], cols["instance"], cols["tenant"], cols["source_tenants"]) == (
         "BIGINT", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]")
+
+
+def test_replay_of_a_case_with_lengths_only_is_inconclusive_never_a_guess(tmp_path):
+    from kvir.replay.prefix_run import NO_TOKENS
+    from kvir.replay.run import replay_case
+
+    r = _case(tmp_path, "\n[prefix_cache]\nblock_tokens = 16\n")
+    r.case.close()
+    run = replay_case(tmp_path / "case")
+    res = run.results
+    assert set(res["request_id"]) == {"r2", "r3", "r4", "r5"} and len(res) == 8     # both keyings each
+    assert set(res["verdict"]) == {"inconclusive"} and set(res["reason"]) == {NO_TOKENS}
+    assert run.exposure.empty and res["foreign_owners"].map(len).sum() == 0
+    assert (res["build_basis"].dropna() == "assumed").all()                 # no count could choose the keying
+
+
+def test_replay_without_the_block_size_says_so(tmp_path):
+    from kvir.replay.run import replay_case
+
+    r = _case(tmp_path)
+    r.case.close()
+    res = replay_case(tmp_path / "case").results
+    assert set(res["verdict"]) == {"inconclusive"}
+    assert all("block_tokens" in why for why in res["reason"])
+
+
+def test_litellm_rows_carry_cached_tokens_in_their_usage_object(tmp_path):
+    """LiteLLM keeps the provider's usage in SpendLogs metadata.usage_object (spend_tracking_utils, 1.110.2). The
+    real rows (tests/fixtures/litellm: a provider that reported no prompt_tokens_details) cannot decide; one row
+    copied from them with the details a vLLM with --enable-prompt-tokens-details returns (edited here) is read."""
+    import json
+    from pathlib import Path
+
+    src = Path(__file__).parent / "fixtures" / "litellm" / "LiteLLM_SpendLogs.ndjson"
+    rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    hit = json.loads(json.dumps(rows[1]))
+    hit.update(request_id="chatcmpl-edited-hit", startTime="2026-09-02T10:00:09.000", endTime="2026-09-02T10:00:09.500")
+    hit["metadata"]["usage_object"]["prompt_tokens_details"] = {"cached_tokens": 512}
+    write(tmp_path / "spend.ndjson", "\n".join(json.dumps(r) for r in rows + [hit]) + "\n")
+    write(tmp_path / "incident.toml", '''[incident]
+id = "PC-L"
+title = "prefix cache behind a LiteLLM proxy"
+models = ["zai-org/GLM-5.3"]
+window_start = 2026-09-02T00:00:00Z
+window_end = 2026-09-03T00:00:00Z
+mechanism = "prefix-cache"
+''')
+    r = kvir.triage(tmp_path / "incident.toml", [tmp_path / "spend.ndjson"], out=tmp_path / "case")
+    got = dict(r.case.con.execute("SELECT request_id, cached_tokens FROM requests").fetchall())
+    assert got["chatcmpl-edited-hit"] == 512
+    assert sum(v is None for v in got.values()) == len(rows)
+    # cust_b's hit: cust_b's own earlier row (681,280 tokens) could have written 512 tokens, so could cust_a's
+    assert _verdicts(r) == {"chatcmpl-edited-hit": ("possibly affected", ["cust_a", "u_internal"])}
+    # cannot decide: cust_a, cust_b, u_internal and cust_d (whose mock deployment serves the same model name)
+    assert r.summary["cannot_decide"] == 4 and r.summary["prefix_cache"]["formats_without_cached_tokens"] == ["litellm"]
+
+
+def test_replay_reads_token_ids_from_vllms_own_debug_log(tmp_path):
+    """vLLM's request log at DEBUG prints each prompt's token ids (`Request <id> details: ... prompt_token_ids:
+    [...]`, request_logger.py since 0.11.1; the INFO lines never do): the replay reads them from the line, the
+    case never holds them (tests/fixtures/vllm/0.32.0/multi-prompt.log, a real server at DEBUG)."""
+    from pathlib import Path
+
+    from kvir.replay.prefix_run import _evidence
+
+    log = Path(__file__).parent / "fixtures" / "vllm" / "0.32.0" / "multi-prompt.log"
+    write(tmp_path / "incident.toml", '''[incident]
+id = "PC-V"
+title = "prefix cache on vLLM"
+models = ["tiny-llama"]
+window_start = 2026-12-03T00:00:00Z
+window_end = 2026-12-04T00:00:00Z
+mechanism = "prefix-cache"
+''')
+    r = kvir.triage(tmp_path / "incident.toml", [log], out=tmp_path / "case", source_tz="UTC")
+    hist = r.case.df("SELECT request_id, account_id FROM requests WHERE request_id = 'cmpl-b77ca6b5fb16495f'")
+    got = _evidence(r.case, hist, "cache_salt")["cmpl-b77ca6b5fb16495f"]
+    assert (got.tokens, got.salt, got.tenant) == ([1, 75, 76], None, "(no account)")
+    assert r.case.con.execute("SELECT count(*) FROM requests WHERE cached_tokens IS NOT NULL").fetchone()[0] == 0
+
+
+def test_excluded_accounts_responses_are_listed_apart_with_their_verdict(tmp_path):
+    r = _case(tmp_path, '\n[[accounts]]\nid = "acme"\nlabel = "provider tests"\nreason = "our own canaries"\nexclude = true\n')
+    assert set(_verdicts(r)) == {"r2", "r5"}                   # acme's r3, r4 leave the affected set ...
+    ex = r.case.df("SELECT request_id, verdict FROM excluded ORDER BY request_id")
+    assert list(zip(ex["request_id"], ex["verdict"])) == [("r3", "possibly affected"), ("r4", "possibly affected")]
+    assert r.summary["excluded"] == 2                          # ... and are counted apart, never dropped

@@ -13,7 +13,8 @@ SELECT s.instance, s.account_id AS tenant,
     count(*) FILTER (WHERE s.outcome IS NULL OR (s.outcome = 'served' AND s.cached_tokens IS NULL)
                      OR h.category = 'undecidable') AS cannot_decide,
     count(*) FILTER (WHERE s.outcome <> 'served') AS not_served,
-    list_sort(list_distinct(list(s.source_format) FILTER (WHERE s.cached_tokens IS NULL))) AS sources_without_cached_tokens
+    list_sort(list_distinct(list(s.source_format) FILTER (WHERE s.cached_tokens IS NULL AND coalesce(s.outcome, 'served') = 'served')))
+        AS sources_without_cached_tokens
 FROM prefix_cache_scope AS s
 LEFT JOIN triage_hits AS h ON h.seq = s.seq
 WHERE s.in_window

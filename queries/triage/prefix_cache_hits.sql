@@ -14,8 +14,8 @@
 --   earlier      started before (ties in time: earlier in its source, then by id), on the same instance,
 --                ended no more than $lifetime_s before this one started (NULL: unbounded, not known)
 --   same-tenant source    an earlier request of the same tenant with prompt_tokens >= cached_tokens
---   source tenants        the other tenants of earlier requests with prompt_tokens >= cached_tokens, or of
---                unknown length (they cannot be ruled out); 'unknown' for requests without an account
+--   source tenants        the other tenants of earlier requests with prompt_tokens >= cached_tokens (a
+--                request of unknown length or without an account names no tenant: it is counted, not listed)
 -- Categories (a served response, HTTP 2xx / finish stop or length):
 --   affected           cached_tokens > 0 and no same-tenant source: another tenant's blocks (or blocks
 --                      from before the logs begin) were served
@@ -37,27 +37,43 @@ WHERE (r.model IN (SELECT unnest($models)) OR r.model_other IN (SELECT unnest($m
   AND (len($instances) = 0 OR coalesce(r.prefill_node, r.decode_node) IN (SELECT unnest($instances)))
   AND r.ts <= $window_end;
 
-CREATE OR REPLACE TABLE triage_hits AS
-WITH pool AS (      -- in scope or not: an earlier request primes the cache
-    SELECT * FROM prefix_cache_scope
+-- prefix_cache_sources (temporary): per judged hit, whether a same-tenant source exists and the other tenants'.
+-- Without a lifetime a tenant had sent >= N tokens before a hit iff its longest request so far on that
+-- instance had: one as-of lookup per hit and tenant of the instance (hits x tenants, never hits x requests).
+-- With a lifetime an old long request expires while a shorter later one stays: every earlier request within
+-- the lifetime is compared (a range join; its cost grows with the requests inside one lifetime).
+CREATE OR REPLACE TEMP TABLE prefix_cache_sources AS
+WITH hits AS (
+    SELECT seq, ts, instance, account_id, cached_tokens FROM prefix_cache_scope
+    WHERE in_window AND cached_tokens > 0 AND account_id IS NOT NULL AND outcome = 'served'
 ),
-scoped AS (
-    SELECT * FROM prefix_cache_scope WHERE in_window
+known AS (          -- in scope or not: an earlier request primes the cache
+    SELECT seq, ts, ts_end, instance, account_id, prompt_tokens,
+        max(prompt_tokens) OVER (PARTITION BY instance, account_id ORDER BY seq ROWS UNBOUNDED PRECEDING) AS longest
+    FROM prefix_cache_scope WHERE prompt_tokens IS NOT NULL AND account_id IS NOT NULL
 ),
-hits AS (       -- the responses that read cached blocks and can be judged
-    SELECT * FROM scoped WHERE cached_tokens > 0 AND account_id IS NOT NULL AND outcome = 'served'
+hit_tenant AS (     -- each unbounded-lifetime hit beside every tenant seen on its instance
+    SELECT h.*, t.account_id AS other
+    FROM hits AS h JOIN (SELECT DISTINCT instance, account_id FROM known) AS t ON t.instance = h.instance
+    WHERE $lifetime_s IS NULL
 ),
-sources AS (    -- per hit, the earlier requests on its instance that could have written its cached blocks
-    SELECT h.seq,
-        bool_or(s.account_id = h.account_id AND s.prompt_tokens >= h.cached_tokens) AS same_tenant_source,
-        list_sort(list_distinct(list(coalesce(s.account_id, 'unknown'))
-            FILTER (WHERE s.account_id IS DISTINCT FROM h.account_id
-                    AND (s.prompt_tokens IS NULL OR s.prompt_tokens >= h.cached_tokens)))) AS source_tenants
-    FROM hits AS h
-    JOIN pool AS s ON s.instance = h.instance AND s.seq < h.seq AND s.ts <= h.ts
-    WHERE $lifetime_s IS NULL OR coalesce(s.ts_end, s.ts) >= h.ts - to_seconds($lifetime_s::DOUBLE)
-    GROUP BY h.seq
+pairs AS (
+    SELECT ht.seq, ht.account_id, ht.cached_tokens, k.account_id AS source_tenant, k.longest AS source_tokens
+    FROM hit_tenant AS ht ASOF JOIN known AS k
+      ON k.instance = ht.instance AND k.account_id = ht.other AND ht.seq > k.seq
+    UNION ALL
+    SELECT h.seq, h.account_id, h.cached_tokens, k.account_id, k.prompt_tokens
+    FROM hits AS h JOIN known AS k ON k.instance = h.instance AND k.seq < h.seq
+    WHERE $lifetime_s IS NOT NULL AND coalesce(k.ts_end, k.ts) >= h.ts - to_seconds($lifetime_s::DOUBLE)
 )
+SELECT seq,
+    bool_or(source_tenant = account_id AND source_tokens >= cached_tokens) AS same_tenant_source,
+    list_sort(list_distinct(list(source_tenant)
+        FILTER (WHERE source_tenant <> account_id AND source_tokens >= cached_tokens))) AS source_tenants
+FROM pairs
+GROUP BY seq;
+
+CREATE OR REPLACE TABLE triage_hits AS
 SELECT sc.*,
     sc.account_id AS tenant,
     coalesce(src.source_tenants, []::VARCHAR[]) AS source_tenants,
@@ -79,6 +95,6 @@ SELECT sc.*,
     END AS undecidable_reason,
     sc.cached_tokens > 0 AS hit,
     false AS other_hit
-FROM scoped AS sc
-LEFT JOIN sources AS src ON src.seq = sc.seq
-WHERE sc.cached_tokens > 0;      -- the rest is counted (triage/prefix_cache_counts), not copied
+FROM prefix_cache_scope AS sc
+LEFT JOIN prefix_cache_sources AS src ON src.seq = sc.seq
+WHERE sc.in_window AND sc.cached_tokens > 0;      -- the rest is counted (triage/prefix_cache_counts), not copied

@@ -62,6 +62,11 @@ def _record_spec(case: Case, spec: IncidentSpec) -> None:
              "declared_engine": spec.engine or "",
              "awareness_time": spec.awareness_time.isoformat() if spec.awareness_time else "",
              "spec_path": str(spec.path) if spec.path else ""}
+    pc = spec.prefix_cache
+    if pc is not None:     # [prefix_cache]: what replay needs of the cache ("" where the spec does not say)
+        facts.update({"prefix_cache_block_tokens": str(pc.block_tokens or ""), "prefix_cache_salt_field": pc.salt_field,
+                      "prefix_cache_isolation": pc.isolation, "prefix_cache_lifetime_s": str(pc.lifetime_s or ""),
+                      "prefix_cache_instances": json.dumps(list(pc.instances))})
     for k, v in facts.items():
         con.execute("INSERT INTO incident VALUES ($k, $v)", {"k": k, "v": v})
     _insert_spec_facts(case, spec)

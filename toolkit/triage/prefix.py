@@ -23,9 +23,8 @@ from typing import Any
 from kvir.spec.model import IncidentSpec
 
 # the queries of a prefix-cache triage, in order (excluded, accounts and nodes are the common ones)
-PREFIX_QUERIES = ("triage/prefix_cache_hits", "triage/prefix_cache_affected", "triage/excluded",
+PREFIX_QUERIES = ("triage/prefix_cache_hits", "triage/prefix_cache_affected", "triage/prefix_cache_excluded",
                   "triage/accounts", "triage/nodes", "triage/prefix_cache_counts")
-EXCLUDED_CATEGORIES = ["affected", "possibly-affected"]
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,6 @@ class PrefixCacheRule:
     def query_params(self) -> dict[str, Any]:
         # no length threshold: triage/aggregate_bounds (prompt histograms) then finds nothing to bound
         return {"lifetime_s": self.lifetime_s, "instances": list(self.instances),
-                "excluded_categories": EXCLUDED_CATEGORIES,
                 "rule": "public", "engine": None, "pool_tokens": None, "context_tokens": None}
 
 

@@ -216,7 +216,7 @@ def _bind_engine(case: Case, spec: IncidentSpec, params: dict[str, Any]) -> tupl
         raise InputError(f"[trigger] rule = \"engine\" needs the serving engine, and {choice.source}: set "
                          f"[trigger] engine in {spec.path or 'incident.toml'}, or use rule = \"public\"")
     record_engine(case, choice)
-    params.update(trigger.query_params(), rule_text=trigger.describe(), excluded_categories=["affected"],
+    params.update(trigger.query_params(), rule_text=trigger.describe(),
                   other_rule_text=trigger.describe(trigger.other_rule), condition_text=trigger.condition())
     return choice, trigger
 
@@ -268,6 +268,8 @@ def _export(case: Case, keep_raw: bool) -> dict[str, Path]:
         out[f"{table}.parquet"] = write_parquet(case.con, f"SELECT * FROM {table}", p / f"{table}.parquet")
         out[f"{table}.csv"] = write_csv(case.con, table, p / f"{table}.csv", guard=guard, exact=f"{table}.parquet")
     out["conflicts.csv"] = write_csv(case.con, "conflicts", p / "conflicts.csv", guard=guard)
+    if case.has("prefix_cache_counts"):        # the prefix-cache mechanism's verdicts per instance and tenant
+        out["prefix_cache_counts.csv"] = write_csv(case.con, "prefix_cache_counts", p / "prefix_cache_counts.csv", guard=guard)
     out["sources.csv"] = write_csv(case.con, "source_summary", p / "sources.csv", guard=guard)
     out["quarantine.csv"] = write_csv(case.con, "quarantine", p / "quarantine.csv", guard=guard,
                                       columns=["source_file", "source_line", "format", "reason"] + (["raw"] if keep_raw else []))
