@@ -123,7 +123,8 @@ class Renderer:
                                              [[a.account_id, r.request_id, iso(r.ts), r.prompt_tokens, r.http_status]
                                               for r in a.responses]), group, link, "CSV")
         group = "Customer notices (source accounts)"
-        for c in self.m.candidate_sources:        # prefix-cache: tenants whose cached blocks others may have hit
+        # prefix-cache without a replay: the tenants whose cached blocks others may have hit (a replay settles it)
+        for c in (self.m.candidate_sources if self.m.replay is None else []):
             stem = f"notices/source/{slug(c.account_id)}"
             link = f"{c.account_id}: named as a possible source of {c.responses:,} response(s)"
             self.prose("notice_prefix_source.md.j2", stem, group, f"Notice to account {c.account_id}: the shared "

@@ -83,6 +83,10 @@ class Story:
         return out + (f" {d.code_note}" if d.code_note else "")
 
     @property
+    def possibly_affected(self) -> int:   # responses counted apart as possibly affected (prefix-cache)
+        return 0
+
+    @property
     def placeholder(self) -> str:      # the oversized-prompt mechanism's; empty for any other
         return ""
 

@@ -11,7 +11,7 @@ Every story answers (properties unless called with arguments):
     other_rule_sentence(adds, drops), summary_clause, trigger_sentence(model), condition_row, not_exposed,
     exposed_clause, notice_what, notice_meaning, notice_actions, not_replayed, source_what(model),
     gdpr_mechanism, gdpr_consequences, workaround, impact, preconditions, details_config, remediation_public,
-    records_clause, data_exposed ([disclosure] data_exposed's default); prefix-cache only (its candidate-source notices): source_meaning, source_action
+    records_clause, data_exposed ([disclosure] data_exposed's default), replay_source_meaning, replay_tokens; prefix-cache only (its candidate-source notices): source_meaning, source_action
 """
 from __future__ import annotations
 

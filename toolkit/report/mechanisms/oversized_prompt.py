@@ -226,3 +226,15 @@ class OversizedPromptStory(Story):
     def data_exposed(self) -> tuple[str, ...]:
         return tuple(DEFAULT_EXPOSED)
 
+    @property
+    def replay_source_meaning(self) -> tuple[str, ...]:
+        """The source notice's 'what this means' (a replay found the account's data in another response)."""
+        return ("Text derived from the prompts or completions of these requests may have been disclosed to another "
+                "customer of ours (an API customer, not the public). If those requests held personal data, this is a "
+                "personal data breach (confidentiality) for which you are the controller.",
+                "The recipients receive their own notice listing the affected responses and asking them to delete them "
+                "and all copies.",
+                "The replay is a reconstruction of the serving path; the token counts show how much of your data was "
+                "read, not how much of it was legible in the response.")
+
+    replay_tokens = "foreign tokens read"    # after the replay's token count in the post-mortem

@@ -59,6 +59,10 @@ class PrefixCacheStory(Story):
     def isolation(self) -> str:
         return ISOLATION[self.pc.spec.isolation].format(field=self.pc.spec.salt_field)
 
+    @property
+    def possibly_affected(self) -> int:
+        return self.pc.possibly_affected
+
     def _on(self) -> list[dict[str, Any]]:
         return [s for s in self.pc.starts if s.get("prefix_caching")]
 
@@ -263,3 +267,15 @@ class PrefixCacheStory(Story):
         return ("whether another tenant's prompts began with the same text as a request's own (shown to the requester "
                 "by its cached-token count and response time)",)
 
+    @property
+    def replay_source_meaning(self) -> tuple[str, ...]:
+        return ("The other customer's requests began with the same tokens as these requests of yours, so no other text "
+                "of yours reached it; but its cached-token count and response time could show it that a request of "
+                "yours had begun with that text. If that text held personal data, this is a personal data breach "
+                "(confidentiality) for which you are the controller.",
+                "A customer that guessed the leading text of your prompts (a system prompt, a document) could confirm "
+                "the guess this way.",
+                "The replay re-keys the cache from the logged token ids; the token counts are the prompt tokens the "
+                "other response was served from blocks your requests computed.")
+
+    replay_tokens = "prompt tokens served from blocks another tenant computed"    # after the replay's token count in the post-mortem
