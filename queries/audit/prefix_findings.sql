@@ -1,6 +1,7 @@
 -- prefix_findings: the prefix-cache mechanism's audit rules over every node start, added to findings (one row per failed or undecidable check).
--- Params: $mechanism (the incident's: rules of another mechanism add nothing), $isolation (incident.toml
---         [prefix_cache] isolation: salt | gateway-salt | none | unknown), $salt_field
+-- Params: $mechanism, $isolation, $salt_field
+-- ($mechanism: the incident's, rules of another mechanism add nothing; $isolation: incident.toml [prefix_cache]
+-- isolation, salt | gateway-salt | none | unknown; $salt_field: the request field that carries the salt)
 --
 -- node_configs.prefix_caching / salt_* come from kvir.audit.prefix_cache (the start-up log's setting, the
 -- build's code in kvir.rules.prefix_cache); NULL there is unknown, reported as such, never passed.

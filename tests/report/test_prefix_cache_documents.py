@@ -209,3 +209,20 @@ def test_real_run_logs_to_a_validated_disclosure(real_reports):
     pm = texts["postmortem.md"]
     assert "Verdicts: exposed 3, not-reproduced 2; 1,920 prompt tokens served from blocks another tenant computed" in pm
     assert "KVA014" in pm                          # isolation = "salt": the caller's own salt, on a build that honours it
+
+
+@pytest.mark.slow   # the reference CSAF validator (Secvisogram, every test set), as on the demo's documents
+def test_secvisogram_all_tests_on_the_prefix_cache_csaf(pc_reports):
+    import shutil
+
+    from tests.report.test_external_validators import HERE, _run
+
+    exe = shutil.which("node")
+    if exe is None or not (HERE / "node_modules" / "@secvisogram" / "csaf-validator-lib").is_dir():
+        pytest.skip("Node.js or tests/validators/node_modules missing (test_external_validators installs them)")
+    docs = sorted((pc_reports / "csaf").glob("*.json"))
+    assert [d.name for d in docs] == ["pc-doc-1-vllm.json", "pc-doc-1.json"]
+    for run in _run(exe, "csaf_validate.mjs", docs, "--dictionary", str(HERE / "kvir-words.dic")):
+        assert run["valid"] is True, run["file"]
+        bad = [f for f in run["findings"] if f["level"] in ("error", "warning")]
+        assert bad == [], (run["file"], bad)
