@@ -46,6 +46,8 @@ references = ["https://example.org/issue/1"]
 [disclosure]
 provider = "Example Provider"
 contact = "security@example.org"
+csaf_base_url = "https://provider.example.org/.well-known/csaf/white/"
+cvss_v3 = "CVSS:3.1/AV:N/AC:H/PR:L/UI:N/S:U/C:L/I:N/A:N"
 
 [[sources]]
 path = "gw.csv"
