@@ -87,6 +87,7 @@ SCHEMA = pa.schema([
     ("build_basis", pa.string()),
     ("evidence", pa.string()), ("checksum", pa.string()), ("canary", pa.string()), ("model", pa.string()),
     ("response_tokens", pa.list_(pa.int64())),
+    ("cached_tokens", pa.int64()),          # prefix-cache replays (kvir.replay.prefix_run): the cached tokens it got
 ])
 EXPOSURE_SCHEMA = pa.schema([("source_account_id", pa.string()), ("source_request_id", pa.string()),
                              ("reader_request_id", pa.string()), ("reader_account_id", pa.string()),

@@ -124,6 +124,8 @@ def _replay_into(case: Case, *, limit, device, canary, checksum, scale, show_tex
             raise KvirError(f"the case has no {table} table", path=str(case.path), hint="run `kvir triage` first")
     dev = resolve_device(device)
     incident = dict(queries.run(case, "incident_facts").itertuples(index=False, name=None))
+    if incident.get("mechanism") == "prefix-cache":
+        return _replay_prefix_into(case, incident, limit, t0)
     configs = queries.run(case, "node_configs") if case.has("node_configs") else None
     limits = LimitsSource(configs, incident)
     targets = queries.run(case, "targets", {"limit": limit if limit is not None else 2**62})
@@ -165,6 +167,26 @@ def _replay_into(case: Case, *, limit, device, canary, checksum, scale, show_tex
                     "compared": [p.name for p in compared], "scale": f, "device": device_text,
                     "limits_source": limits.source, "seconds": round(time.perf_counter() - t0, 3), "model": model.name,
                     "max_decode_steps": max_decode_steps, "free_list": FREE_LIST})
+    outputs = export(case)
+    case.manifest["replay"] = summary
+    case.manifest.setdefault("timings", {})["replay_s"] = summary["seconds"]
+    case.manifest.setdefault("outputs", {}).update({k: v.name for k, v in outputs.items()})
+    case.save_manifest()
+    return ReplayRun(case, case.df("replay_results"), case.df("replay_exposure"), summary, outputs)
+
+
+def _replay_prefix_into(case: Case, incident: dict, limit: int | None, t0: float) -> ReplayRun:
+    """A prefix-cache case: its affected responses through the prefix cache (kvir.replay.prefix_run)."""
+    from kvir.replay.prefix_run import replay_prefix
+
+    results, exposure, extra = replay_prefix(case, incident, limit)
+    write(case, results, exposure)
+    summary: dict[str, Any] = {k: int(v) for k, v in dict(queries.run(case, "summary").iloc[0]).items()}
+    per_build = queries.run(case, "summary_by_build")
+    summary.update(extra, builds={b: {v: int(n) for v, n in g[["verdict", "n"]].itertuples(index=False)}
+                                  for b, g in per_build.groupby("build", sort=True)},
+                   compared=[b for b in sorted(set(per_build["build"]))], scale=1.0, device="cpu",
+                   seconds=round(time.perf_counter() - t0, 3), model="prefix-cache")
     outputs = export(case)
     case.manifest["replay"] = summary
     case.manifest.setdefault("timings", {})["replay_s"] = summary["seconds"]

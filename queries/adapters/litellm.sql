@@ -4,7 +4,7 @@
 --
 -- Example: {"request_id": "chatcmpl-153ee8f3b1c846beb7168a915c7fb778", "call_type": "acompletion", "spend": 0.1362618, "total_tokens": 681288, "prompt_tokens": 681281, "completion_tokens": 7, "startTime": "2026-09-02T10:00:02.405", "endTime": "2026-09-02T10:00:02.983", "model": "hosted_vllm/zai-org/GLM-5.3", "model_id": "glm53-pd-0", "model_group": "zai-org/GLM-5.3", "custom_llm_provider": "hosted_vllm", "api_base": "http://127.0.0.1:18011/v1/chat/completions", "user": "u_internal", "cache_hit": "None", "team_id": "team_1", "end_user": "cust_a", "status": "success", "request_duration_ms": 577, "metadata": {"user_api_key_alias": "prod", "status": "success"}}
 -- Required: request_id, startTime, model_group|model
--- Optional: endTime, prompt_tokens, completion_tokens, custom_llm_provider, end_user, user, team_id, status, metadata
+-- Optional: endTime, prompt_tokens, completion_tokens, custom_llm_provider, end_user, user, team_id, status, metadata, metadata.usage_object.prompt_tokens_details.cached_tokens
 --
 -- Columns of LiteLLM_SpendLogs (schema.prisma; the proxy's own spend-log payload, get_logging_payload):
 -- request_id (the provider's response id on success; LiteLLM's call id on failure), startTime / endTime
@@ -47,7 +47,11 @@ fields AS (
                                THEN kvir_text(substr(p.j.model, length(kvir_text(p.j.custom_llm_provider)) + 2)) END,
                           kvir_text(p.j.model)), kvir_text(p.j.model_group)) END AS model_other,
         lower(kvir_text(coalesce(p.j.status, CASE WHEN json_valid(p.j.metadata) THEN p.j.metadata ->> '$.status' END))) AS status,
-        TRY_CAST(CASE WHEN json_valid(p.j.metadata) THEN p.j.metadata ->> '$.error_information.error_code' END AS INTEGER) AS err_code
+        TRY_CAST(CASE WHEN json_valid(p.j.metadata) THEN p.j.metadata ->> '$.error_information.error_code' END AS INTEGER) AS err_code,
+        -- the provider's usage as LiteLLM kept it (spend_tracking_utils: clean_metadata["usage_object"]); a null
+        -- prompt_tokens_details (vLLM without --enable-prompt-tokens-details) leaves the count unknown, never 0
+        kvir_count(CASE WHEN json_valid(p.j.metadata)
+                        THEN p.j.metadata ->> '$.usage_object.prompt_tokens_details.cached_tokens' END) AS n_cached
     FROM parsed AS p
 )
 SELECT
@@ -70,6 +74,7 @@ SELECT
     f.model,
     f.model_other,
     CASE WHEN f.status IS DISTINCT FROM 'failure' THEN f.n_prompt END AS prompt_tokens,   -- a failure's: not the engine's
+    CASE WHEN f.status IS DISTINCT FROM 'failure' THEN f.n_cached END AS cached_tokens,
     f.n_completion AS completion_tokens,
     CASE WHEN f.status = 'failure' THEN f.err_code END AS http_status,
     CASE WHEN f.status = 'success' THEN 'served'

@@ -17,7 +17,8 @@ CREATE OR REPLACE TABLE audit_file_map (
 );
 CREATE OR REPLACE TABLE audit_too_long (file_id INTEGER, line_no BIGINT, line_bytes BIGINT);
 CREATE OR REPLACE TABLE audit_rules (
-    rule_id VARCHAR PRIMARY KEY, name VARCHAR, title VARCHAR, severity VARCHAR, fix VARCHAR, help VARCHAR
+    rule_id VARCHAR PRIMARY KEY, name VARCHAR, title VARCHAR, severity VARCHAR, fix VARCHAR, help VARCHAR,
+    mechanism VARCHAR              -- the exposure mechanism the rule checks (kvir.spec.mechanism)
 );
 DROP TABLE IF EXISTS audit_parsed;
 -- one row per /server_info (or /get_server_info) JSON snapshot given as input (kvir.audit.server_info)

@@ -1,5 +1,6 @@
 -- findings: every audit rule checked against every node start (and the runtime indicators): one row per failed or undecidable check.
--- Params: $first_fixed, $first_door, $checksum_first, $canary_first
+-- Params: $first_fixed, $first_door, $checksum_first, $canary_first, $mechanism (the incident's: only its rules,
+--         audit_rules.mechanism; the prefix-cache rules are queries/audit/prefix_findings.sql)
 --
 -- status 'fail': the evidence shows the problem. status 'unknown': the evidence needed to decide is not
 -- in the logs or the inventory; an unknown is reported, never counted as passed. Titles, fixes and
@@ -249,4 +250,5 @@ SELECT f.rule_id, f.severity, f.node, f.role, f.ts, ru.title, f.message, ru.fix,
     f.related_node, f.related_evidence,
     CASE f.severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3 WHEN 'medium' THEN 2 WHEN 'low' THEN 1 END AS severity_rank
 FROM allf AS f JOIN audit_rules AS ru USING (rule_id)
+WHERE ru.mechanism = $mechanism
 ORDER BY severity_rank DESC, f.status, f.rule_id, f.node, f.ts NULLS FIRST;

@@ -112,6 +112,9 @@ s0 AS (
         arg_min(a.sa_transfer_backend, a.line_no) FILTER (WHERE a.sa_transfer_backend IS NOT NULL) AS transfer_backend,
         bool_or(a.sa_allow_auto_truncate) AS allow_auto_truncate,
         max(a.vllm_block_size) AS v_block_size,
+        arg_max(a.pc_flag, a.line_no) FILTER (WHERE a.pc_flag IS NOT NULL) AS pc_flag,
+        max(a.line_no) FILTER (WHERE a.pc_flag IS NOT NULL) AS pc_flag_line,
+        arg_max(a.pc_connector, a.line_no) FILTER (WHERE a.pc_connector IS NOT NULL) AS pc_connector,
         -- environment, version, refusal
         arg_max(a.env_deferred, a.line_no) FILTER (WHERE a.env_deferred IS NOT NULL) AS env_deferred,
         max(a.line_no) FILTER (WHERE a.env_deferred IS NOT NULL) AS env_deferred_line,
@@ -301,6 +304,12 @@ SELECT
     k.canary_verified_line, k.checksum_skipped_lines, k.checksum_skipped_line, k.checksum_mismatch_lines,
     k.env_source, k.sa_line AS server_args_line, k.sa_truncated AS server_args_truncated, k.sa_shape AS server_args_shape,
     k.dump_markers, len(k.sa_keys) AS dump_keys, list_sort(k.line_kinds) AS line_kinds, k.truncated_lines,
+    k.pc_flag, k.pc_flag_line, k.pc_connector,
+    -- prefix caching and the cache salt (filled by kvir.audit.prefix_cache from kvir.rules.prefix_cache:
+    -- audit/node_prefix_cache.sql)
+    NULL::BOOLEAN AS prefix_caching, NULL::VARCHAR AS prefix_caching_source, NULL::VARCHAR AS cache_connector,
+    NULL::BOOLEAN AS salt_accepted, NULL::BOOLEAN AS salt_in_key, NULL::BOOLEAN AS salt_honoured,
+    NULL::VARCHAR AS salt_basis,
     -- the build (filled by kvir.audit.builds from kvir.rules.builds: audit/node_builds.sql)
     NULL::VARCHAR AS build, NULL::VARCHAR AS build_lo, NULL::VARCHAR AS build_hi, NULL::BOOLEAN AS build_open,
     NULL::VARCHAR AS build_evidence, NULL::VARCHAR AS over_long_outcome, NULL::BOOLEAN AS stub_transferred,

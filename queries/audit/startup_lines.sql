@@ -20,7 +20,7 @@ WITH raw AS (
 cand AS (   -- cheap scans first: request-log lines out, then one regex pass picks lines that could matter
     SELECT r.* FROM raw AS r
     WHERE CASE WHEN position('Finish: obj=' IN r.text) > 0 OR position('Receive: obj=' IN r.text) > 0 THEN false
-               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|DSV4 (?:memory calculation|pool sizes)|larger than the profiled value|exceeds the KV memory budget|Multimodal prompt is too long|exceeds the unified FULL/SWA|too many SWA KV tokens|(?i:^\s*(?:sglang|vllm)(?: version)?\s*:\s*v?\d)|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|No available memory for the cache blocks|leaving none for the KV cache|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
+               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|DSV4 (?:memory calculation|pool sizes)|larger than the profiled value|exceeds the KV memory budget|Multimodal prompt is too long|exceeds the unified FULL/SWA|too many SWA KV tokens|(?i:^\s*(?:sglang|vllm)(?: version)?\s*:\s*v?\d)|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|No available memory for the cache blocks|leaving none for the KV cache|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|non-default args|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
 ),
 p1 AS (     -- container-runtime stamp
     SELECT c.*,
@@ -99,7 +99,9 @@ kinds AS (
                  OR position('environ({' IN m.msg) > 0 THEN 'env'
             -- pasted configuration: `key=value` / `key: value` lines and launch command lines
             WHEN regexp_matches(m.msg, '^\s*(?:- )?(?:--)?(?i:context[_-]length|context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|disaggregation[_-]enable[_-]kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens|served[_-]model[_-]name|tp[_-]size|tensor[_-]parallel[_-]size)\s*(?:[=:]\s*|\s+)\S')
-                 OR regexp_matches(m.msg, '(?:sglang\.launch_server|sglang serve|vllm serve|vllm\.entrypoints)\s') THEN 'config'
+                 OR regexp_matches(m.msg, '(?:sglang\.launch_server|sglang serve|vllm serve|vllm\.entrypoints)\s')
+                 -- vLLM's `non-default args: {...}` (the arguments the operator set, before the engine's banner)
+                 OR regexp_matches(m.msg, '^non-default args: \{') THEN 'config'
         END AS kind
     FROM msgs AS m
 ),
@@ -206,6 +208,16 @@ SELECT
     CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'enable_dp_attention') END AS sa_dp_attention,
     CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'disaggregation_transfer_backend') END AS sa_transfer_backend,
     CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'allow_auto_truncate') END AS sa_allow_auto_truncate,
+    -- prefix caching as the start shows it (vLLM's resolved config, SGLang's dump, the operator's arguments)
+    -- and the cache connector that adds a tier (kvir.rules.prefix_cache decides what the build does with a salt)
+    CASE WHEN c.kind = 'vllm_start' THEN kva_bool(c.msg, 'enable_prefix_caching')
+         WHEN c.kind = 'server_args' THEN NOT kva_bool(c.msg, 'disable_radix_cache')
+         WHEN c.kind = 'config' THEN coalesce(kva_bool(c.msg, 'enable_prefix_caching'),
+             CASE WHEN regexp_matches(c.msg, '(?:^|\s)--no-enable-prefix-caching(?:\s|$)') THEN false END,
+             kva_cfg_bool(c.msg, 'enable_prefix_caching'), NOT kva_bool(c.msg, 'disable_radix_cache'),
+             NOT kva_cfg_bool(c.msg, 'disable_radix_cache')) END AS pc_flag,
+    CASE WHEN c.kind IN ('server_args', 'config') AND coalesce(kva_bool(c.msg, 'enable_lmcache'), kva_cfg_bool(c.msg, 'enable_lmcache'), false) THEN 'lmcache'
+         WHEN c.kind IN ('config', 'vllm_start') THEN nullif(regexp_extract(c.msg, 'kv_connector[''"]?\s*[=:]\s*[''"]?(\w+)', 1), '') END AS pc_connector,
     -- the context-length override warning
     CASE WHEN c.kind = 'ctx_override' THEN TRY_CAST(regexp_extract(c.msg, 'User-specified context_length \((\d+)\)', 1) AS BIGINT) END AS ctx_user,
     CASE WHEN c.kind = 'ctx_override' THEN TRY_CAST(regexp_extract(c.msg, 'derived context_length \((\d+)\)', 1) AS BIGINT) END AS ctx_derived,

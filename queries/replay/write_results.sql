@@ -47,6 +47,7 @@ SELECT
     CAST(r.checksum AS VARCHAR) AS checksum,
     CAST(r.canary AS VARCHAR) AS canary,
     CAST(r.model AS VARCHAR) AS model,
-    CAST(r.response_tokens AS BIGINT[]) AS response_tokens
+    CAST(r.response_tokens AS BIGINT[]) AS response_tokens,
+    CAST(r.cached_tokens AS BIGINT) AS cached_tokens      -- prefix-cache replays: the cached tokens it got (else NULL)
 FROM __rows__ AS r
 ORDER BY r.request_id, CASE r.build_role WHEN 'incident' THEN 0 WHEN 'compared' THEN 1 ELSE 2 END, r.build

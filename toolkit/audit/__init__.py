@@ -10,6 +10,11 @@
 With case=CASE_DIR (or an open Case) the tables are written into the case and the manifest records the
 inputs (size, SHA-256) and the queries that ran. `load_node_configs(case, paths, ...)` is the same for
 `kvir triage --startup`: it gives triage the pool in effect per node and time.
+
+The findings are the incident's mechanism's (kvir.spec.mechanism): `incident=` a spec (or its path), else the
+mechanism the case records, else the default (oversized-prompt: pool vs context, PD builds). A prefix-cache
+incident gets the prefix-cache rules (prefix caching per start, the salt in the build's cache keys, what
+isolated tenants) instead; node_configs carries both sets of columns either way.
 """
 from __future__ import annotations
 
@@ -105,9 +110,23 @@ def _record_manifest(case, plans, inventory, seconds: float) -> None:
     case.manifest.setdefault("timings", {})["audit_s"] = round(seconds, 3)
 
 
+def _mechanism(case, incident) -> dict[str, Any]:
+    """run_audit's mechanism and prefix_cache: from the spec given, else from the case (kvir triage's)."""
+    from kvir.case.spec_tables import incident_mechanism
+    from kvir.spec.model import IncidentSpec, load_spec
+
+    if incident is not None:
+        spec = incident if isinstance(incident, IncidentSpec) else load_spec(incident)
+        return {"mechanism": spec.mechanism, "prefix_cache": spec.prefix_cache}
+    if case is None:
+        return {}
+    mechanism, pc = incident_mechanism(case)
+    return {"mechanism": mechanism, "prefix_cache": pc}
+
+
 def load_node_configs(case, paths: list[str | Path], *, inventory: str | Path | Inventory | None = None,
                       source_tz: str | None = None, year: int | None = None, reporter=None,
-                      require_clock: bool = True) -> AuditResult:
+                      require_clock: bool = True, incident=None) -> AuditResult:
     """Parse start-up logs into an open case's node_configs (plus findings, runtime_indicators,
     node_exposure). The caller saves the manifest (triage does); the inputs are recorded in it.
     require_clock (kvir triage --startup, which joins start-up times with request times): host-local times
@@ -116,7 +135,7 @@ def load_node_configs(case, paths: list[str | Path], *, inventory: str | Path | 
 
     t0 = time.perf_counter()
     plans = run_audit(case.con, list(paths), inventory=inventory, source_tz=source_tz, year=year, log=case.log,
-                      reporter=reporter, require_clock=require_clock)
+                      reporter=reporter, require_clock=require_clock, **_mechanism(case, incident))
     seconds = time.perf_counter() - t0
     _record_manifest(case, plans, inventory, seconds)
     return _collect(case.con, plans, seconds, case.path)
@@ -124,15 +143,16 @@ def load_node_configs(case, paths: list[str | Path], *, inventory: str | Path | 
 
 def audit(paths: list[str | Path], inventory: str | Path | Inventory | None = None, case=None,
           source_tz: str | None = None, *, year: int | None = None, progress: bool = False,
-          current: bool = False) -> AuditResult:
+          current: bool = False, incident=None) -> AuditResult:
     """Audit start-up logs (files, folders or globs). `case`: a case folder or an open Case to write into;
     without it the audit runs in memory. `current`: the result keeps only each node's latest start and its
-    findings (the case, when given, still holds every start)."""
-    result = _audit(paths, inventory, case, source_tz, year=year, progress=progress)
+    findings (the case, when given, still holds every start). `incident`: the spec (or its path) whose
+    mechanism's rules run; without it, the case's, else the default mechanism's."""
+    result = _audit(paths, inventory, case, source_tz, year=year, progress=progress, incident=incident)
     return result.only_current() if current else result
 
 
-def _audit(paths, inventory, case, source_tz, *, year, progress) -> AuditResult:
+def _audit(paths, inventory, case, source_tz, *, year, progress, incident) -> AuditResult:
     from kvir.case.store import Case, connect
     from kvir.core.progress import Reporter
     from kvir.core.sql import QueryLog
@@ -145,7 +165,8 @@ def _audit(paths, inventory, case, source_tz, *, year, progress) -> AuditResult:
         try:
             with reporter.session():
                 plans = run_audit(con, list(paths), inventory=inventory, source_tz=source_tz, year=year,
-                                  log=QueryLog(), reporter=reporter if progress else None)
+                                  log=QueryLog(), reporter=reporter if progress else None,
+                                  **_mechanism(None, incident))
             return _collect(con, plans, time.perf_counter() - t0, None)
         finally:
             con.close()
@@ -155,7 +176,8 @@ def _audit(paths, inventory, case, source_tz, *, year, progress) -> AuditResult:
     try:
         with reporter.session():
             result = load_node_configs(c, paths, inventory=inventory, source_tz=source_tz, year=year,
-                                       reporter=reporter if progress else None, require_clock=False)
+                                       reporter=reporter if progress else None, require_clock=False,
+                                       incident=incident)
         _export(c)
         c.save_manifest()
         if own:

@@ -31,13 +31,16 @@ from kvir.core.sql import QueryLog, load, run
 from kvir.core.timezones import SourceTz, parse_source_tz
 from kvir.audit.inventory import Inventory, InventoryNode, load_inventory
 from kvir.audit.builds import field_names, fill_builds
+from kvir.audit.prefix_cache import fill_prefix_cache
+from kvir.spec.mechanism import OVERSIZED_PROMPT, PrefixCacheSpec
 from kvir.audit.rules import RULES, VLLM_DEFAULT_BLOCK_SIZE, rule_params
 from kvir.audit.server_info import COLUMNS as SERVER_INFO_COLUMNS, read_server_info, server_info_row
 from kvir.core.files import node_from_path, role_from_name, sha256_file
 
 # node_configs, then each start's build (kvir.audit.builds, in Python over the starts), then the rest
 FIRST_QUERIES = ("audit/files", "audit/node_configs")
-DERIVE_QUERIES = ("audit/runtime_indicators", "audit/findings", "audit/node_exposure", "audit/problems")
+DERIVE_QUERIES = ("audit/runtime_indicators", "audit/findings", "audit/prefix_findings", "audit/node_exposure",
+                  "audit/problems")
 _CRI = re.compile(r"^\d{4}-\d{2}-\d{2}T\S+\s+(?:stdout|stderr)\s+[FP]\s")
 
 
@@ -284,8 +287,8 @@ def _insert_file_map(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], coun
 
 
 def _insert_rules(con: duckdb.DuckDBPyConnection) -> None:
-    con.executemany("INSERT INTO audit_rules VALUES (?, ?, ?, ?, ?, ?)",
-                    [(r.rule_id, r.name, r.title, r.severity, r.fix, r.help) for r in RULES])
+    con.executemany("INSERT INTO audit_rules VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(r.rule_id, r.name, r.title, r.severity, r.fix, r.help, r.mechanism) for r in RULES])
 
 
 def _empty_parsed(con: duckdb.DuckDBPyConnection, log: QueryLog) -> None:
@@ -298,9 +301,12 @@ def _empty_parsed(con: duckdb.DuckDBPyConnection, log: QueryLog) -> None:
 
 def run_audit(con: duckdb.DuckDBPyConnection, paths: list[str | Path], *, inventory: str | Path | Inventory | None,
               source_tz: str | None, year: int | None, log: QueryLog, reporter=None,
-              require_clock: bool = False) -> list[FilePlan]:
+              require_clock: bool = False, mechanism: str = OVERSIZED_PROMPT,
+              prefix_cache: PrefixCacheSpec | None = None) -> list[FilePlan]:
     """Parse every file and derive the audit tables on `con` (macros.sql already loaded). require_clock:
-    refuse host-local times without a zone (kvir triage --startup joins them with request times)."""
+    refuse host-local times without a zone (kvir triage --startup joins them with request times).
+    mechanism: the incident's (kvir.spec.mechanism): findings come from its rules alone; prefix_cache: its
+    [prefix_cache] (what isolated tenants), for the prefix-cache rules."""
     inv = inventory if isinstance(inventory, Inventory) or inventory is None else load_inventory(inventory)
     plans = plan_files(paths, inv, source_tz, year)
     run(con, "audit/macros", log=log)
@@ -332,10 +338,13 @@ def run_audit(con: duckdb.DuckDBPyConnection, paths: list[str | Path], *, invent
     con.execute("DROP TABLE IF EXISTS audit_parsed")
     if require_clock:
         refuse_unusable_times(con, plans)
-    params = {"default_block_size": VLLM_DEFAULT_BLOCK_SIZE, "build_fields": field_names(), **rule_params()}
+    pc = prefix_cache or PrefixCacheSpec()
+    params = {"default_block_size": VLLM_DEFAULT_BLOCK_SIZE, "build_fields": field_names(), **rule_params(),
+              "mechanism": mechanism, "isolation": pc.isolation, "salt_field": pc.salt_field}
     for name in FIRST_QUERIES:
         run(con, name, params, log=log)
     fill_builds(con, log)
+    fill_prefix_cache(con, log)
     for name in DERIVE_QUERIES:
         run(con, name, params, log=log)
     starts, indicators = con.execute(

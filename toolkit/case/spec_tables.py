@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from kvir.case.store import Case
 from kvir.core.errors import KvirError
 from kvir.core.files import sha256_file
+from kvir.spec.mechanism import OVERSIZED_PROMPT, PREFIX_CACHE, PrefixCacheSpec
 from kvir.spec.model import IncidentSpec, load_spec
 
 SPEC_FACT_TABLES = ("hand_events", "disclosure", "defect")
@@ -54,11 +56,17 @@ def _record_spec(case: Case, spec: IncidentSpec) -> None:
              "model_names": json.dumps(list(spec.model_names)),
              "window_start": spec.window_start.isoformat(), "window_end": spec.window_end.isoformat(),
              "mechanism": spec.mechanism,
+             "prefix_cache": json.dumps(asdict(spec.prefix_cache)) if spec.prefix_cache else "",
              "pool_tokens": str(t.pool_tokens) if t else "", "context_tokens": str(t.context_tokens) if t else "",
              "rule": t.rule if t else "",
              "declared_engine": spec.engine or "",
              "awareness_time": spec.awareness_time.isoformat() if spec.awareness_time else "",
              "spec_path": str(spec.path) if spec.path else ""}
+    pc = spec.prefix_cache
+    if pc is not None:     # [prefix_cache]: what replay needs of the cache ("" where the spec does not say)
+        facts.update({"prefix_cache_block_tokens": str(pc.block_tokens or ""), "prefix_cache_salt_field": pc.salt_field,
+                      "prefix_cache_isolation": pc.isolation, "prefix_cache_lifetime_s": str(pc.lifetime_s or ""),
+                      "prefix_cache_instances": json.dumps(list(pc.instances))})
     for k, v in facts.items():
         con.execute("INSERT INTO incident VALUES ($k, $v)", {"k": k, "v": v})
     _insert_spec_facts(case, spec)
@@ -139,3 +147,17 @@ def read_disclosure(case: Case, table: str = "disclosure") -> dict[str, Any]:
     if table not in SPEC_FACT_TABLES[1:] or not case.has(table):
         return {}
     return {k: json.loads(v) for k, v in case.con.execute(f"SELECT key, value FROM {table} ORDER BY key").fetchall()}
+
+
+def incident_mechanism(case: Case) -> tuple[str, PrefixCacheSpec | None]:
+    """The exposure mechanism triage recorded (kvir.spec.mechanism) and its [prefix_cache]; a case without
+    one (triaged by an older kvir, or not yet) is the default mechanism's."""
+    mech = _incident_value(case, "mechanism") or OVERSIZED_PROMPT
+    raw = _incident_value(case, "prefix_cache")
+    if mech != PREFIX_CACHE:
+        return mech, None
+    if not raw:
+        return mech, PrefixCacheSpec()
+    d = json.loads(raw)
+    return mech, PrefixCacheSpec(tuple(d.get("instances") or ()), d.get("isolation", "unknown"),
+                                 d.get("salt_field", "cache_salt"), d.get("lifetime_s"), d.get("block_tokens"))

@@ -42,6 +42,7 @@ def audit_command(
     year: Annotated[Optional[int], typer.Option("--year", help="Year of vLLM's year-less times.")] = None,
     current: Annotated[bool, typer.Option("--current", help="Only each node's latest start (table and gate).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or tables on stderr.")] = False,
+    incident: Annotated[Optional[Path], typer.Option("--incident", help="incident.toml: its mechanism's rules run (else the case's, else oversized-prompt).")] = None,
 ) -> None:
     from kvir.audit import audit
     from kvir.cli.present.audit import print_audit
@@ -53,7 +54,7 @@ def audit_command(
     if output is not None and format == "table":
         fail("--output needs --format json or sarif (the table goes to stderr)")
     result = audit(paths, inventory=inventory, case=case, source_tz=source_tz, year=year, progress=not quiet,
-                   current=current)
+                   current=current, incident=incident)
     if not quiet:
         print_audit(result)
         if case is not None:

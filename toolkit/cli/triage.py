@@ -17,17 +17,22 @@ def register(app: typer.Typer) -> None:
 
 @guarded
 def init(path: Annotated[Path, typer.Argument(help="Where to write the template.")] = Path("incident.toml"),
-         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False) -> None:
+         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+         mechanism: Annotated[str, typer.Option("--mechanism", help="How KV crossed tenants: oversized-prompt (a prompt beyond the KV pool served instead of refused) or prefix-cache (a prefix cache shared across tenants).")] = "oversized-prompt") -> None:
     """Write a commented incident.toml template, then say the next commands: triage, audit, replay, report."""
-    from kvir.spec.model import TEMPLATE
+    from kvir.spec.mechanism import MECHANISMS
+    from kvir.spec.template import template
 
+    if mechanism not in MECHANISMS:
+        fail(f"--mechanism: expected one of {', '.join(MECHANISMS)}, got {mechanism!r}")
     if path.exists() and not force:
         fail(f"{path}: already exists (use --force to overwrite)")
-    path.write_text(TEMPLATE)
+    path.write_text(template(mechanism))
     echo(str(path))
     from kvir.cli.present.steps import lines
 
-    for line in lines(path, init=True):
+    fill = "[prefix_cache]" if mechanism == "prefix-cache" else "pool, context"
+    for line in lines(path, init=True, fill=fill):
         say(line, wrap=False)          # commands to copy: whole lines
 
 

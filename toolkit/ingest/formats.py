@@ -230,6 +230,8 @@ register(Format(
     name="generic-jsonl", title="Any JSON Lines file, fields mapped in incident.toml [sources.columns]",
     adapter="adapters/generic", reader="jsonl-mapped", times="any: offsets, naive (needs --source-tz) or epoch",
     needs=("columns",), sniff=sn.by_suffix((".jsonl", ".ndjson", ".json")),
+    notes="a field is a dotted path (usage.prompt_tokens); a whole-number part indexes an array (body.0.id, "
+          "body.-1.usage: the last element), and a list of paths is tried in order (a body or a stream's chunks).",
     producers=(),
     fixtures_note="hand-written: a generic format is whatever a user maps onto kvir's fields"))
 register(Format(

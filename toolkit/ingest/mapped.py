@@ -29,6 +29,9 @@ def _mapping(src: Source, available: list[str]) -> dict[str, str]:
     if not cols:
         cols = {f: f for f in MAPPABLE_FIELDS if f in available}
     for f_, c in cols.items():
+        if isinstance(c, list):
+            raise InputError(f"{src.format.name} maps a field to one column, not a list of paths (JSON Lines only)",
+                             path=src.label, key=f"sources.columns.{f_}")
         if c not in available:
             raise InputError(f"column {c!r} (mapped to {f_}) is not in the file; it has: {', '.join(available)}",
                              path=src.label, key=f"sources.columns.{f_}")
@@ -77,7 +80,7 @@ def mapped_input(case: Case, src: Source, opts: IngestOptions, blanks=None) -> p
     if csv:
         available = _csv_columns(case, src)
         cols = _mapping(src, available)
-        paths = {f_: '$."' + c.replace('"', '\\"') + '"' for f_, c in cols.items()}
+        paths = {f_: ['$."' + c.replace('"', '\\"') + '"'] for f_, c in cols.items()}
     else:
         first = next((line for line in head_lines(src.paths[0], 50) if line.strip()), "{}")
         try:
@@ -91,7 +94,8 @@ def mapped_input(case: Case, src: Source, opts: IngestOptions, blanks=None) -> p
         if "request_id" not in cols or not ({"ts", "ts_end"} & cols.keys()):
             raise InputError("generic-jsonl needs a mapping with at least request_id and ts", path=src.label,
                              hint="add [sources.columns] to incident.toml")
-        paths = {f_: _json_path(c) for f_, c in cols.items()}
+        # a field may name several paths, tried in order (a body and a stream's chunks: "body.id", "body.0.id")
+        paths = {f_: [_json_path(x) for x in (c if isinstance(c, list) else [c])] for f_, c in cols.items()}
     records = read_records(case, src, opts, "csv" if csv else "ndjson", blanks)
     params: dict[str, Any] = {"maxb": opts.max_line_bytes}
     parts = []
@@ -100,8 +104,11 @@ def mapped_input(case: Case, src: Source, opts: IngestOptions, blanks=None) -> p
         if f_ in _TIME_FIELDS:
             parts += [f"NULL::TIMESTAMPTZ AS {f_}_tz", f"NULL::TIMESTAMP AS {f_}_naive"]
         if f_ in paths:
-            params[f"p_{f_}"] = paths[f_]
-            parts.append(f"CASE WHEN ok THEN json_extract_string(text, $p_{f_}) END AS {names[0]}")
+            tried = []
+            for i, path in enumerate(paths[f_]):
+                params[f"p_{f_}_{i}"] = path
+                tried.append(f"json_extract_string(text, $p_{f_}_{i})")
+            parts.append(f"CASE WHEN ok THEN coalesce({', '.join(tried)}) END AS {names[0]}")
         else:
             parts.append(f"NULL::VARCHAR AS {names[0]}")
     name = f"mapped{int(src.source_id)}_records"
@@ -142,9 +149,12 @@ def _csv_columns(case: Case, src: Source) -> list[str]:
 
 
 def _json_path(key: str) -> str:
+    """A dotted key as a JSON path: "usage.prompt_tokens"; a whole-number part indexes an array ("body.0.id";
+    "body.-1.usage": the last element, as a stream's last chunk). A key starting with $ is a path already."""
     if key.startswith("$"):
         return key
-    return "$" + "".join('."' + part.replace('"', '\\"') + '"' for part in key.split("."))
+    return "$" + "".join(f"[{p}]" if p.isdigit() else f"[#{p}]" if p.startswith("-") and p[1:].isdigit()
+                         else '."' + p.replace('"', '\\"') + '"' for p in key.split("."))
 
 
 _INT_TYPES = ("BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT", "HUGEINT")

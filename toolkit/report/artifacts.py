@@ -26,6 +26,7 @@ class ArtifactKind:
     machine: bool = False          # a machine document: rendered (and validated) before the prose documents
     engine_advisory: bool = False  # describes the engine defect: rendered only when the case has one
                                    # (incident.toml [defect], or one the build table matches: kvir.report.defect)
+    mechanism_only: tuple[tuple[str, str], ...] = ()   # (template, mechanism): rendered for that mechanism only
 
     @property
     def method(self) -> str:
@@ -48,7 +49,8 @@ KINDS: tuple[ArtifactKind, ...] = (
     ArtifactKind("cve", "CVE 5.1 CNA container draft for the engine defect", ("cve_cna.json.j2",), machine=True,
                  engine_advisory=True),
     ArtifactKind("notices", "one processor-to-controller notice per affected account and per source account",
-                 ("notice_affected.md.j2", "notice_source.md.j2", PROSE_HTML)),
+                 ("notice_affected.md.j2", "notice_source.md.j2", "notice_prefix_source.md.j2", PROSE_HTML),
+                 mechanism_only=(("notice_prefix_source.md.j2", "prefix-cache"),)),
     ArtifactKind("gdpr", "GDPR Art. 33 notification draft with its 72-hour clock", ("gdpr_art33.md.j2", PROSE_HTML)),
     ArtifactKind("figures", "the figures as PNG files, which the HTML pages embed", ()),
 )

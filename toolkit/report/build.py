@@ -5,23 +5,27 @@ once through Case.run, logged in the manifest); the rows are split by account in
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kvir.case.spec_tables import read_disclosure
+from kvir.audit.rules import RULES_BY_ID
+from kvir.case.spec_tables import incident_mechanism, read_disclosure
 from kvir.case.store import Case
 from kvir.core.errors import KvirError
 from kvir.core.files import sha256_file
 from kvir.report.defect import defect_for
 from kvir.report.disclosure import parse_disclosure
 from kvir.report.model import Counts, Facts, IncidentModel
-from kvir.report.story import Evidence, make_story
+from kvir.report.mechanisms import PrefixFacts, make_story
+from kvir.report.story import Evidence
+from kvir.spec.mechanism import OVERSIZED_PROMPT
 from kvir.rules.engines import ENGINES, EngineChoice
 from kvir.report.plotting import bin_edges, limit_values
 from kvir.report.read import EvidenceNames, grouped, home, rows
-from kvir.report.records import (AccountExposure, AffectedResponse, Finding, HistogramBin, Indicator, NodeExposure,
-                                 NodeFix, ReplaySummary, ReplayVerdict, SourceExposure, SourceRequest, Stage,
-                                 TrafficGap)
+from kvir.report.records import (AccountExposure, AffectedResponse, CandidateSource, Finding, HistogramBin,
+                                 Indicator, NodeExposure, NodeFix, ReplaySummary, ReplayVerdict, SourceExposure,
+                                 SourceRequest, Stage, TrafficGap)
 from kvir.report.times import iso, utc
 
 NEEDED_TABLES = ("affected", "accounts", "nodes", "triage_hits", "excluded", "requests", "account_rules")
@@ -32,15 +36,19 @@ def _facts(case: Case) -> Facts:
     if not case.has("incident"):
         raise KvirError("the case has no `incident` table: run `kvir triage` first", path=str(home(case)))
     kv = dict(case.con.execute("SELECT key, value FROM incident").fetchall())
-    need = ("id", "title", "models", "window_start", "window_end", "pool_tokens", "context_tokens", "rule")
+    mechanism, prefix_cache = incident_mechanism(case)
+    need = ("id", "title", "models", "window_start", "window_end") + (
+        ("pool_tokens", "context_tokens", "rule") if mechanism == OVERSIZED_PROMPT else ())
     missing = [k for k in need if k not in kv]
     if missing:
         raise KvirError(f"the case's incident table lacks {', '.join(missing)}", path=str(home(case)))
     engine = kv.get("engine") if kv.get("engine") in ENGINES else "unknown"
+    pool, context = (int(kv["pool_tokens"]), int(kv["context_tokens"])) if mechanism == OVERSIZED_PROMPT else (None, None)
     return Facts(
         id=kv["id"], title=kv["title"], models=tuple(json.loads(kv["models"])),
         window_start=utc(kv["window_start"]), window_end=utc(kv["window_end"]),
-        pool_tokens=int(kv["pool_tokens"]), context_tokens=int(kv["context_tokens"]), rule=kv["rule"],
+        pool_tokens=pool, context_tokens=context, rule=kv.get("rule") or "", mechanism=mechanism,
+        prefix_cache=prefix_cache,
         engine=engine, engine_source=kv.get("engine_source") or "not recorded by triage (triage again)",
         model_names=tuple(json.loads(kv.get("model_names") or kv["models"])),
         spec_path=EvidenceNames.of(case).path(kv.get("spec_path", "")),
@@ -48,13 +56,17 @@ def _facts(case: Case) -> Facts:
     )
 
 
-def _counts(case: Case, warns: list[str]) -> Counts:
-    """The triage's headline counts (table triage_summary), exactly as `kvir triage` printed them."""
+def _counts(case: Case, warns: list[str], mechanism: str) -> Counts:
+    """The triage's headline counts (table triage_summary), exactly as `kvir triage` printed them. A
+    prefix-cache case's affected table holds the possibly affected responses beside the affected ones."""
     if not case.has("triage_summary"):
         raise KvirError("the case has no `triage_summary` table (triaged by an older kvir): run `kvir triage` "
                         "again", path=str(home(case)))
     h = rows(case, "headline")[0]
-    if int(h["affected_now"]) != int(h["affected"]):
+    possibly = 0
+    if mechanism != OVERSIZED_PROMPT and "possibly_affected" in case.columns("triage_summary"):
+        possibly = int(rows(case, "prefix_facts")[0]["possibly_affected"] or 0)
+    if int(h["affected_now"]) != int(h["affected"]) + possibly:
         warns.append(f"the triage summary says {h['affected']} affected responses, the case's affected table now "
                      f"holds {h['affected_now']}: run `kvir triage` again before publishing")
     return Counts.from_row(h)
@@ -72,8 +84,9 @@ def _stages(case: Case) -> list[Stage]:
     return out
 
 
-def _accounts(case: Case, replay_ran: bool) -> list[AccountExposure]:
-    responses = grouped(rows(case, "account_responses"), "account_id")
+def _accounts(case: Case, replay_ran: bool, mechanism: str) -> list[AccountExposure]:
+    responses = grouped(rows(case, "account_responses" if mechanism == OVERSIZED_PROMPT else "prefix_responses"),
+                        "account_id")
     replays = grouped(rows(case, "account_replays"), "account_id") if replay_ran else {}
     out = []
     for a in rows(case, "accounts"):
@@ -81,7 +94,8 @@ def _accounts(case: Case, replay_ran: bool) -> list[AccountExposure]:
                               utc(a["first_affected"]), utc(a["last_affected"]))
         if acc.account_id is not None:
             acc.responses = [AffectedResponse(r["request_id"], utc(r["ts"]), utc(r["ts_end"]), r["prompt_tokens"],
-                                              r["completion_tokens"], r["http_status"], r["finish_reason"])
+                                              r["completion_tokens"], r["http_status"], r["finish_reason"],
+                                              r.get("verdict"), r.get("cached_tokens"), r.get("source_tenants"))
                              for r in responses.get(acc.account_id, [])]
             acc.replay = [ReplayVerdict(r["request_id"], r["verdict"], r["leaked_tokens"], int(r["foreign_requests"]),
                                         r["reason"])
@@ -153,9 +167,22 @@ def _story(case: Case, facts: Facts, counts: Counts):
     holding = sum(1 for r in starts if not r["refused"] and r["holds_context"])
     ev = Evidence(int(e["pd_responses"] or 0), int(e["placeholder_responses"] or 0), case.has("node_configs"),
                   len(small), sum(1 for r in small if r["refused"]), first, holding)
-    defect, why = defect_for(read_disclosure(case, "defect"), starts, facts.engine)
+    prefix = _prefix_facts(case, facts) if facts.mechanism != OVERSIZED_PROMPT else None
+    defect, why = defect_for(read_disclosure(case, "defect"), starts, facts.engine, mechanism=facts.mechanism)
     choice = EngineChoice(ENGINES[facts.engine], facts.engine_source)
-    return make_story(choice, facts.trigger, defect, why, ev)
+    return make_story(choice, facts.trigger, defect, why, ev, prefix=prefix)
+
+
+def _prefix_facts(case: Case, facts: Facts) -> PrefixFacts:
+    """The prefix-cache story's facts: the triage's counts beside `affected`, the audit's starts."""
+    c = rows(case, "prefix_facts")[0] if "cannot_decide" in case.columns("triage_summary") else {}
+    audited = case.has("node_configs") and "salt_honoured" in case.columns("node_configs")
+    names = EvidenceNames.of(case)
+    starts = tuple({**r, "evidence": names.evidence(r["evidence_file"], r["evidence_line"])}
+                   for r in rows(case, "prefix_starts")) if audited else ()
+    return PrefixFacts(facts.prefix_cache, int(c.get("possibly_affected") or 0), int(c.get("cannot_decide") or 0),
+                       int(c.get("cache_hits") or 0), int(c.get("instances") or 0), int(c.get("source_tenants") or 0),
+                       starts)
 
 
 def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentModel:
@@ -177,13 +204,17 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
         if not case.has(k):
             raise KvirError(f"the case has no `{k}` table: run `kvir triage` first", path=str(home(case)))
     window = {"models": list(facts.model_names), "window_start": facts.window_start, "window_end": facts.window_end}
-    counts = _counts(case, warns)
+    counts = _counts(case, warns, facts.mechanism)
     stages = _stages(case)
     replay_ran = stages[2].ran
-    accounts = _accounts(case, replay_ran)
+    accounts = _accounts(case, replay_ran, facts.mechanism)
     nodes = [NodeExposure(n["node"], n["role"], int(n["affected"]), utc(n["first_affected"]),
                           utc(n["last_affected"]), int(n["accounts"])) for n in rows(case, "nodes")]
     node_fixes, findings, indicators = _audit(case)
+    if facts.mechanism != OVERSIZED_PROMPT:   # pool-vs-context restarts and PD indicators are another mechanism's
+        node_fixes, indicators = [], []
+    findings = [f for f in findings if RULES_BY_ID.get(f.rule_id) is None
+                or RULES_BY_ID[f.rule_id].mechanism == facts.mechanism]
     replay = _replay(case, warns) if replay_ran else None
     bpd = BINS_PER_DECADE
     lines = limit_values(facts)          # bins split at the figure's limit lines: no bar spans one
@@ -193,6 +224,8 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
     gap = _traffic_gap(case, facts, disclosure.awareness_time or facts.window_start, disclosure.traffic_gap_minutes)
 
     story = _story(case, facts, counts)
+    if "data_exposed" not in raw_disclosure:      # the default is what the mechanism exposes
+        disclosure = replace(disclosure, data_exposed=story.data_exposed)
     if story.no_advisory:
         warns.append(story.no_advisory)
     if story.contradicted:
@@ -207,6 +240,10 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
         by_hour=by_hour, traffic_gap=gap, traffic_gap_query="queries/report/traffic_gap.sql",
         warnings=warns, models_note=models_note, case_path=home(case).name, case_inputs=list(case.manifest.get("inputs") or []),
     )
+    if facts.mechanism != OVERSIZED_PROMPT:
+        model.candidate_sources = [CandidateSource(r["account_id"], int(r["responses"]), int(r["affected"]),
+                                                   utc(r["first_ts"]), utc(r["last_ts"]))
+                                   for r in rows(case, "prefix_sources")]
     model.timeline = build_timeline(case, model)
     model.queries = list(case.log.entries[logged:])
     return model

@@ -145,12 +145,16 @@ def _from_table(m: TableMatch) -> Defect:
         (t.repo,), "CWE-226", "", f"In the published wheels, {fixed_evidence()}")
 
 
-def defect_for(raw: dict[str, Any], configs: list[dict[str, Any]], engine: str = "unknown") -> tuple[Defect | None, str]:
+def defect_for(raw: dict[str, Any], configs: list[dict[str, Any]], engine: str = "unknown", *,
+               mechanism: str = "oversized-prompt") -> tuple[Defect | None, str]:
     """(the defect an engine advisory describes, or None with the reason there is none). `configs`: the
-    case's node starts (node_configs); `engine`: the serving engine triage recorded."""
+    case's node starts (node_configs); `engine`: the serving engine triage recorded. The SGLang build table
+    knows the oversized-prompt defect only: another mechanism's advisory comes from [defect] alone."""
+    if mechanism != "oversized-prompt":
+        configs = []
     match = table_match(configs)
     if raw:
-        sglang = engine == "sglang" or any(c.get("engine") == "sglang" for c in configs)
+        sglang = mechanism == "oversized-prompt" and (engine == "sglang" or any(c.get("engine") == "sglang" for c in configs))
         return _from_spec(raw, sglang), ""
     if match is not None:
         return _from_table(match), ""

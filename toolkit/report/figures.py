@@ -73,8 +73,9 @@ def prompt_lengths(m: IncidentModel) -> Figure:
         return not_drawn("prompt_lengths", PROMPT_TITLE,
                          f"no request to {m.facts.model} in the window has a known prompt length")
     return Figure("prompt_lengths", PROMPT_TITLE,
-                  f"{_counted(m)} (queries/report/prompt_histogram.sql); {num(m.counts.affected)} affected. "
-                  "Lines: the KV pool, the engine's limit, the context length.", png(prompt_lengths_figure(m)))
+                  f"{_counted(m)} (queries/report/prompt_histogram.sql); {num(m.counts.affected)} affected."
+                  + (" Lines: the KV pool, the engine's limit, the context length." if _limit_lines(m.facts) else ""),
+                  png(prompt_lengths_figure(m)))
 
 
 def _counted(m: IncidentModel) -> str:
@@ -223,6 +224,10 @@ NODES_TITLE = "Prefill nodes' exposure windows"
 
 
 def node_windows(m: IncidentModel) -> Figure:
+    if m.facts.mechanism != "oversized-prompt":
+        return not_drawn("node_windows", "Exposure windows per node", f"the {m.facts.mechanism} mechanism has no "
+                         "configuration periods per node to draw; the post-mortem's node table gives each instance's "
+                         "first and last affected response")
     fixes = {f.node: f for f in m.node_fixes if f.role == "prefill"}
     nodes = sorted({n.node for n in m.prefill_nodes if n.node} | set(fixes))
     if not nodes:

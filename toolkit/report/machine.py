@@ -84,15 +84,15 @@ def machine_values(m: IncidentModel) -> MachineValues:
     window = span(c.first_affected, c.last_affected)      # "A and B UTC", after "between"
     labelled = (f" and {c.labelled_accounts} account(s) incident.toml labels ({c.affected_labelled} responses)"
                 if c.labelled_accounts else "")
-    inc_summary = (f"Between {window}, {c.affected} responses of {f.model} to prompts of "
-                   f"{f.condition} may have contained text derived from other requests' KV-cache data (rule "
-                   f"{f.rule_text}). They went to {c.affected_accounts} accounts: {c.customer_accounts} customer "
-                   f"accounts ({c.affected_customer} responses){labelled}. Investigated window: "
-                   f"{minute(f.window_start)} to {minute(f.window_end)}.")
+    inc_summary = (f"Between {window}, {c.affected} responses of {f.model} {st.summary_clause}. They went to "
+                   f"{c.affected_accounts} accounts: {c.customer_accounts} customer accounts ({c.affected_customer} "
+                   f"responses){labelled}. Investigated window: {minute(f.window_start)} to {minute(f.window_end)}.")
     data_text = ("Exposed: " + "; ".join(d.data_exposed) + ". Not exposed: " + "; ".join(d.data_not_exposed) + ".")
     fixed = [n for n in m.node_fixes if n.fixed_at]
     remediation = (f"{len(fixed)} node(s) restarted with a KV pool that holds the whole context, the last at "
                    f"{iso(max(n.fixed_at for n in fixed))} (start-up logs). " if fixed else "")
+    if st.remediation_public is not None:
+        remediation = " ".join(st.remediation_public) + " "
     remediation += st.engine_fix + " Every affected customer is notified individually (GDPR Art. 33(2))."
     reporter = d.reporter or "[reporter: set [disclosure] reporter]"
     aliases = [a for a in (d.cve_id, d.ghsa_id) if a]
@@ -116,11 +116,8 @@ def machine_values(m: IncidentModel) -> MachineValues:
     range_text = f"< {x.fixed_version}" if intro == "0" else f">= {intro}, < {x.fixed_version}"
     vers = f"vers:pypi/<{x.fixed_version}" if intro == "0" else f"vers:pypi/>={intro}|<{x.fixed_version}"
     engine_summary = f"{x.description} (Source: {x.how}.)" + (f" {x.code_note}" if x.code_note else "")
-    pre = (f"Prompts of {f.condition} on a deployment whose KV pool is smaller than its context length; "
-           f"{st.engine.engine.limit_text(f.context_tokens, f.pool_tokens) if st.engine.engine.known else 'the engine is not identified'}.")
     details = (f"Found in incident {f.id} at {d.provider_name}: {c.affected} responses of {f.model} between {window} "
-               f"were affected; incident.toml gives a context of {f.context_tokens} tokens and a KV pool of "
-               f"{f.pool_tokens} tokens.")
+               f"were affected; {st.details_config}")
     timeline = []
     if d.reported_at:
         timeline.append({"time": iso(d.reported_at), "lang": "en",
@@ -133,14 +130,10 @@ def machine_values(m: IncidentModel) -> MachineValues:
     timeline.sort(key=lambda t: t["time"])
     fixed_release = f"{x.fixed_release_date.isoformat()}T00:00:00Z" if x.fixed_release_date else ""
     advisory_id = f"{d.advisory_id}-{pypi_name(x.package)}"
-    workaround = x.workaround or (
-        f"Keep the context length no larger than the KV pool on every node (compare them in each start-up log after "
-        f"any change of weights, quantisation, parallelism or memory settings); do not rely on proxy limits.")
+    workaround = x.workaround or st.workaround
     return MachineValues(
         **common, advisory_title=x.title, advisory_tracking_id=advisory_id, engine_summary=engine_summary,
-        preconditions=pre, incident_details=details,
-        impact="Cross-request (cross-tenant) disclosure of KV-cache contents: text derived from other users' prompts "
-               "and completions.",
+        preconditions=st.preconditions, incident_details=details, impact=st.impact,
         vendor_fix=f"Upgrade {x.package} to {x.fixed_version} or later." + (f" {x.code_note}" if x.code_note else ""),
         workaround=workaround,
         coordination_summary=f"{d.provider_name} coordinated the disclosure with the {x.package} maintainers.",

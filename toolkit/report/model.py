@@ -15,12 +15,13 @@ from typing import Any
 
 from kvir.report.defect import Defect
 from kvir.report.disclosure import Disclosure
-from kvir.report.records import (AccountExposure, Finding, HistogramBin, Indicator, NodeExposure, NodeFix,
-                                 ReplaySummary, Stage, TimelineEvent, TrafficGap)
+from kvir.report.records import (AccountExposure, CandidateSource, Finding, HistogramBin, Indicator, NodeExposure,
+                                 NodeFix, ReplaySummary, Stage, TimelineEvent, TrafficGap)
 from kvir.report.story import Story
 from kvir.report.times import UTC
 from kvir.rules.engines import ENGINES
 from kvir.rules.trigger import Trigger
+from kvir.spec.mechanism import OVERSIZED_PROMPT, PrefixCacheSpec
 from kvir.triage.summary import COUNT_COLUMNS, TriageSummary
 
 Counts = TriageSummary        # the headline counts are the triage's own typed summary
@@ -34,8 +35,8 @@ class Facts:
     models: tuple[str, ...]
     window_start: dt.datetime
     window_end: dt.datetime
-    pool_tokens: int
-    context_tokens: int
+    pool_tokens: int | None         # [trigger]: the oversized-prompt mechanism's; None for another mechanism
+    context_tokens: int | None
     rule: str
     engine: str                     # the serving engine triage recorded (kvir.rules.engines), 'unknown' if none
     engine_source: str              # how it is known
@@ -43,27 +44,32 @@ class Facts:
     awareness_time: dt.datetime | None
 
     model_names: tuple[str, ...] = ()   # every name matched (kvir.spec.model.IncidentSpec.model_names)
+    mechanism: str = OVERSIZED_PROMPT   # kvir.spec.mechanism; its wording is the story's (kvir.report.mechanisms)
+    prefix_cache: PrefixCacheSpec | None = None
 
     @property
     def model(self) -> str:
         return self.models[0]
 
     @property
-    def trigger(self) -> Trigger:
-        """The stored rule (the case's incident table): every rule text in the documents comes from it."""
+    def trigger(self) -> Trigger | None:
+        """The stored rule (the case's incident table) of the oversized-prompt mechanism, else None; the
+        documents take every rule text from the story (kvir.report.mechanisms)."""
+        if self.pool_tokens is None or self.context_tokens is None:
+            return None
         return Trigger(self.pool_tokens, self.context_tokens, self.rule, self.engine)
 
     @property
     def rule_text(self) -> str:
-        return self.trigger.describe()
+        return self.trigger.describe() if self.trigger else ""
 
     @property
     def other_rule_text(self) -> str:
-        return self.trigger.describe(self.trigger.other_rule)
+        return self.trigger.describe(self.trigger.other_rule) if self.trigger else ""
 
     @property
     def other_rule_available(self) -> bool:
-        return self.trigger.available(self.trigger.other_rule)
+        return bool(self.trigger) and self.trigger.available(self.trigger.other_rule)
 
     @property
     def engine_label(self) -> str:
@@ -71,17 +77,17 @@ class Facts:
 
     @property
     def engine_limit(self) -> int | None:
-        return self.trigger.engine_limit
+        return self.trigger.engine_limit if self.trigger else None
 
     @property
     def condition(self) -> str:
         """What every counted prompt had, under the rule the triage used ('more than 681,280 tokens')."""
-        return self.trigger.condition()
+        return self.trigger.condition() if self.trigger else ""
 
     @property
     def complement(self) -> str:
         """What every prompt the rule did not count had ('681,280 tokens or fewer')."""
-        return self.trigger.complement()
+        return self.trigger.complement() if self.trigger else ""
 
 
 @dataclass
@@ -102,6 +108,7 @@ class IncidentModel:
     traffic_gap: TrafficGap | None
     traffic_gap_query: str
     timeline: list[TimelineEvent] = field(default_factory=list)
+    candidate_sources: list[CandidateSource] = field(default_factory=list)   # prefix-cache: the triage's sources
     queries: list[dict[str, Any]] = field(default_factory=list)   # QueryLog entries of the report's queries
     warnings: list[str] = field(default_factory=list)
     models_note: str = ""           # triage's note on model names the spec missed (kvir.triage.models)

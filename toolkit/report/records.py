@@ -19,6 +19,9 @@ class AffectedResponse:
     completion_tokens: int | None
     http_status: int | None
     finish_reason: str | None
+    verdict: str | None = None          # prefix-cache: 'affected' | 'possibly affected' (the triage's)
+    cached_tokens: int | None = None    # prefix-cache: prompt tokens served from the cache
+    source_tenants: int | None = None   # prefix-cache: how many other tenants could have written them (never who)
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,18 @@ class SourceExposure:
     reader_responses: int
     tokens: int | None
     requests: list[SourceRequest] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CandidateSource:
+    """Prefix-cache: a tenant whose earlier request could have written the cached blocks other tenants'
+    responses were served from (the triage's source_tenants): how many responses name it, when."""
+
+    account_id: str
+    responses: int                 # affected and possibly affected responses that name it
+    affected: int                  # of them, affected
+    first: dt.datetime | None
+    last: dt.datetime | None
 
 
 @dataclass(frozen=True)

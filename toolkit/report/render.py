@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from kvir.case.spec_tables import ensure_spec_facts
 from kvir.case.store import Case

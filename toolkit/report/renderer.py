@@ -125,9 +125,15 @@ class Renderer:
             self.write(stem + ".csv", to_csv(["account_id", "request_id", "ts", "prompt_tokens", "http_status"],
                                              [[a.account_id, r.request_id, iso(r.ts), r.prompt_tokens, r.http_status]
                                               for r in a.responses]), group, link, "CSV")
+        group = "Customer notices (source accounts)"
+        # prefix-cache without a replay: the tenants whose cached blocks others may have hit (a replay settles it)
+        for c in (self.m.candidate_sources if self.m.replay is None else []):
+            stem = f"notices/source/{slug(c.account_id)}"
+            link = f"{c.account_id}: named as a possible source of {c.responses:,} response(s)"
+            self.prose("notice_prefix_source.md.j2", stem, group, f"Notice to account {c.account_id}: the shared "
+                       "prefix cache", "Processor-to-controller notice", link_title=link, c=c)
         if self.m.replay is None:
             return
-        group = "Customer notices (source accounts)"
         for s in self.m.replay.sources:
             stem = f"notices/source/{slug(s.account_id)}"
             title = f"Notice to account {s.account_id}: its data reached another response"

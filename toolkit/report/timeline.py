@@ -94,8 +94,9 @@ def derived_events(case: Case, model: "IncidentModel") -> list[TimelineEvent]:
             utc(r["ts"]), f"{'First' if which == 'first' else 'Last'} affected response (in the request logs)", "exposure", who, "data",
             Q.format("affected_span"), names.evidence(r["source_file"], r["source_line"]),
             "Request start of the affected response", f"{which}-affected",
-            f"request {r['request_id']} of account {r['account_id'] or 'unknown'} "
-            f"{_nodes(r['prefill_node'], r['decode_node'])}", "public", (r["request_id"],)))
+            f"request {r['request_id']} of account {r['account_id'] or 'unknown'} " + (
+                _nodes(r['prefill_node'], r['decode_node']) if model.facts.mechanism == "oversized-prompt"
+                else f"on instance {r['prefill_node'] or r['decode_node'] or 'unknown'}"), "public", (r["request_id"],)))
     for r in rows(case, "labelled_requests", {"models": list(model.facts.model_names)}):
         ev.append(TimelineEvent(
             utc(r["ts"]), f"{'First' if r['which'] == 'first' else 'Last'} request of the {r['label']} (in the request logs)", "confirmation",

@@ -342,8 +342,10 @@ def _source(s: dict, i: int, err) -> SourceSpec:
     if year is not None and (not isinstance(year, int) or not 1990 <= year <= 2100):
         raise err(prefix + "year", "expected a year between 1990 and 2100")
     cols = s.get("columns", {})
-    if not isinstance(cols, dict) or not all(isinstance(v, str) for v in cols.values()):
-        raise err(prefix + "columns", "expected a table mapping kvir fields to column names")
+    if not isinstance(cols, dict) or not all(isinstance(v, str) or (isinstance(v, list) and v and all(
+            isinstance(x, str) for x in v)) for v in cols.values()):
+        raise err(prefix + "columns", "expected a table mapping kvir fields to column names (JSON Lines: a dotted "
+                                      "path, or a list of paths tried in order)")
     for k in cols:
         if k not in MAPPABLE_FIELDS and k != "ts_unit":
             raise err(prefix + "columns." + k, f"unknown field; mappable fields: {', '.join(MAPPABLE_FIELDS)}")

@@ -26,8 +26,10 @@ from kvir.case.export import write_csv, write_parquet
 from kvir.ingest.lake import attach_local, lake_paths
 from kvir.ingest.run import IngestOptions, ingest, plan_inputs, refuse_naive_without_zone
 from kvir.core.progress import Reporter
+from kvir.spec.mechanism import PREFIX_CACHE
 from kvir.spec.model import IncidentSpec, load_spec
 from kvir.triage.models import engine_of_case, model_inventory, record_engine
+from kvir.triage.prefix import PREFIX_QUERIES, PrefixCacheRule, prefix_summary
 from kvir.triage.summary import TriageOptions, TriageSummary
 
 TRIAGE_QUERIES = ("triage/hits", "triage/affected", "triage/excluded", "triage/accounts", "triage/nodes")
@@ -109,6 +111,10 @@ def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: P
         opts.max_line_bytes = int(max_line_bytes)
     if engine not in ("duckdb", "spark"):
         raise InputError(f"--engine must be duckdb or spark, not {engine!r}")
+    prefix = spec.mechanism == PREFIX_CACHE
+    if prefix and engine == "spark":
+        raise InputError("the prefix-cache mechanism is triaged with DuckDB only (its queries have no Spark "
+                         "twins yet): run without --engine spark (a lake of canonical requests is read in place)")
     lakes = lake_paths(list(paths or []), spark=engine == "spark")
     plan = plan_inputs(list(paths or []), spec, opts) if lakes is None else None
     sources = plan.sources if plan else []
@@ -134,6 +140,7 @@ def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: P
             params = spec.query_params()
             bound: list = []            # (engine choice, trigger), once the evidence is in the case
             queries = ("triage/hits_pool_in_effect",) + TRIAGE_QUERIES[1:] if pool_in_effect else TRIAGE_QUERIES
+            queries = PREFIX_QUERIES if prefix else queries
             if engine == "spark":      # the lake's side tables (its sources: the evidence of the engine) arrive there
                 from kvir.triage.spark import triage_on_spark
 
@@ -151,14 +158,19 @@ def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: P
                 params["requests_total"], params["in_scope"] = (_scope_counts(case, params) if lake is None
                                                                 else (lake.requests, None))
                 case.run("triage/summary", params)   # the case table triage_summary: what the reports state too
+                if prefix:
+                    case.run("triage/prefix_cache_summary")
             row = case.con.execute("SELECT * FROM triage_summary").fetchall()
             cols = [d[0] for d in case.con.description]
         choice, trigger = bound[0]
         summary = _summary(spec, trigger, dict(zip(cols, row[0])))
         summary["serving_engine"] = {"engine": choice.name, "source": choice.source}
         summary["models_seen"] = model_inventory(case, spec, summary)
-        summary["threshold"] = ("pool in effect per node and time (node_configs from start-up logs)"
-                                if pool_in_effect else f"one global pool: {spec.trigger.pool_tokens:,} tokens")
+        if prefix:
+            summary["prefix_cache"] = prefix_summary(case)
+        else:
+            summary["threshold"] = ("pool in effect per node and time (node_configs from start-up logs)"
+                                    if pool_in_effect else f"one global pool: {spec.trigger.pool_tokens:,} tokens")
         if pool_in_effect:   # how many flagged requests each threshold judged (a fallback is said, not hidden)
             summary["threshold_sources"] = dict(case.con.execute(
                 "SELECT threshold_source, count(*) FROM triage_hits GROUP BY 1 ORDER BY 1").fetchall())
@@ -170,8 +182,7 @@ def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: P
                                      case.con.execute("SELECT count(*) FROM skipped_inputs").fetchone()[0])
         summary["engine"] = engine
         summary["seconds"] = round(time.perf_counter() - t0, 3)
-        case.manifest["triage"] = {"summary": summary, "rule": trigger.describe(),
-                                   "other_rule": trigger.describe(trigger.other_rule)}
+        case.manifest["triage"] = {"summary": summary, "rule": summary["rule"], "other_rule": summary["other_rule"]}
         case.manifest["counts"] = {"sources": counts}
         case.manifest["timings"]["triage_s"] = summary["seconds"]
         case.manifest["outputs"] = {k: str(v.name) for k, v in outputs.items()}
@@ -194,6 +205,12 @@ def _bind_engine(case: Case, spec: IncidentSpec, params: dict[str, Any]) -> tupl
     """The serving engine (the spec's, else the evidence's: kvir.triage.models) into the case and into the
     queries' parameters with the rule texts; the engine rule without an engine is refused."""
     choice = engine_of_case(case, spec)
+    if spec.mechanism == PREFIX_CACHE:
+        rule = PrefixCacheRule.of(spec)
+        record_engine(case, choice)
+        params.update(rule.query_params(), rule_text=rule.describe(), other_rule_text=None,
+                      condition_text=rule.condition())
+        return choice, rule
     trigger = spec.trigger.with_engine(choice.name)
     if not trigger.available():
         raise InputError(f"[trigger] rule = \"engine\" needs the serving engine, and {choice.source}: set "
@@ -227,8 +244,9 @@ def _summary(spec: IncidentSpec, trigger, s: dict[str, Any]) -> dict[str, Any]:
         "incident": spec.id,
         "models": list(spec.models),
         "window": [spec.window_start.isoformat(), spec.window_end.isoformat()],
+        "mechanism": spec.mechanism,
         "rule": trigger.describe(),
-        "other_rule": trigger.describe(trigger.other_rule),
+        "other_rule": trigger.describe(trigger.other_rule) if spec.mechanism != PREFIX_CACHE else None,
     })
     return out
 
@@ -250,6 +268,8 @@ def _export(case: Case, keep_raw: bool) -> dict[str, Path]:
         out[f"{table}.parquet"] = write_parquet(case.con, f"SELECT * FROM {table}", p / f"{table}.parquet")
         out[f"{table}.csv"] = write_csv(case.con, table, p / f"{table}.csv", guard=guard, exact=f"{table}.parquet")
     out["conflicts.csv"] = write_csv(case.con, "conflicts", p / "conflicts.csv", guard=guard)
+    if case.has("prefix_cache_counts"):        # the prefix-cache mechanism's verdicts per instance and tenant
+        out["prefix_cache_counts.csv"] = write_csv(case.con, "prefix_cache_counts", p / "prefix_cache_counts.csv", guard=guard)
     out["sources.csv"] = write_csv(case.con, "source_summary", p / "sources.csv", guard=guard)
     out["quarantine.csv"] = write_csv(case.con, "quarantine", p / "quarantine.csv", guard=guard,
                                       columns=["source_file", "source_line", "format", "reason"] + (["raw"] if keep_raw else []))

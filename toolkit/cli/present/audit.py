@@ -57,7 +57,14 @@ def _settings(r: dict) -> Text:
         out.append(f"{name} ")
         out.append_text(_flag(r[key]))
         out.append(", ")
-    out.append(f"transfer batch cap {show(r['transfer_batch_cap'])}; {_where(r['evidence_file'], r['evidence_line'])}")
+    out.append(f"transfer batch cap {show(r['transfer_batch_cap'])}; ")
+    if "prefix_caching" in r:         # kvir.audit.prefix_cache: the prefix cache and the salt of this start
+        out.append("prefix cache ")
+        out.append_text(_flag(r["prefix_caching"]))
+        out.append(", salt in the cache key ")
+        out.append_text(_flag(r["salt_honoured"]))
+        out.append("; ")
+    out.append(_where(r["evidence_file"], r["evidence_line"]))
     return out
 
 

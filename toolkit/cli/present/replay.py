@@ -26,8 +26,10 @@ def print_replay(run, *, show_text: bool = False) -> None:
             basis = getattr(row, "build_basis", None)
             rows.append([row.request_id, row.build + (f" ({basis})" if row.build_role == "incident" and basis else ""),
                          row.verdict, show(row.http_status), _reading(row, owners, top)])
-        stderr.print(table("responses per build ((ran): the start-up evidence names the build the response's prefill "
-                           "node ran; (assumed): it does not, see below)",
+        legend = ("(ran): the replay's cached tokens equal the logged ones under this keying; (assumed): they do not"
+                  if s.get("mechanism") == "prefix-cache" else
+                  "(ran): the start-up evidence names the build the response's prefill node ran; (assumed): it does not")
+        stderr.print(table(f"responses per build ({legend}, see below)",
                            ("request", "build", "verdict", Col("HTTP", right=True), Col("what it read", under=True)),
                            rows))
         why = {}

@@ -95,6 +95,9 @@ def print_triage(result) -> None:
     note = (s.get("models_seen") or {}).get("note")
     if note:
         say(f"warning: models: {note}")
+    if s.get("mechanism") == "prefix-cache":
+        _print_prefix_cache(result)
+        return
     other = s["other_rule"].split(":")[0]
     rows = [
         ("requests (all sources, merged)", s["requests_total"]),
@@ -138,6 +141,37 @@ def print_triage(result) -> None:
     if joined:
         _print_joins(result)
     say(f"case: {result.path}  (affected.csv, accounts.csv, nodes.csv, manifest.json)")
+
+
+def _print_prefix_cache(result) -> None:
+    """The prefix-cache mechanism's headline, and its verdicts per instance and tenant (prefix_cache_counts)."""
+    s = result.summary
+    pc = s.get("prefix_cache") or {}
+    rows = [
+        ("requests (all sources, merged)", s["requests_total"]),
+        ("input files skipped (empty, special, unreadable)", s.get("inputs_skipped", 0)),
+        ("of the incident's model, inside the window", s["in_scope"]),
+        ("served with cached prompt tokens", s.get("cache_hits", 0)),
+        ("affected (no same-tenant request could have written them)", s["affected"]),
+        ("possibly affected (the same tenant could, and so could another)", s["possibly_affected"]),
+        ("cannot decide (no cached_tokens, no account, or outcome unknown)", s["cannot_decide"]),
+        ("accounts affected or possibly affected (known ids)", s["affected_accounts"]),
+        ("excluded accounts' responses", s["excluded"]),
+        ("first affected (UTC)", utc_text(s["first_affected"])),
+        ("last affected (UTC)", utc_text(s["last_affected"])),
+    ]
+    without = pc.get("formats_without_cached_tokens") or []
+    if without:
+        rows.append(("formats that carry no cached_tokens (cannot decide)", ", ".join(without)))
+    stderr.print(table(f"Triage {s['incident']}: {s['rule']}", (Col("count", wrap=True), Col("value", right=True)), rows))
+    per = [r for r in pc.get("by_instance_tenant", []) if r["cache_hits"] or r["cannot_decide"]]
+    if per:
+        stderr.print(table("Prefix cache per instance and tenant (prefix_cache_counts)",
+                           ("instance", "tenant", ("hits", "right"), ("affected", "right"), ("possibly", "right"),
+                            ("cannot decide", "right")),
+                           [[r["instance"], r["tenant"] or "-", r["cache_hits"], r["affected"], r["possibly_affected"],
+                             r["cannot_decide"]] for r in per], limit=2 * MAX_INPUT_ROWS, rest="prefix_cache_counts.csv"))
+    say(f"case: {result.path}  (affected.csv, accounts.csv, nodes.csv, prefix_cache_counts.csv, manifest.json)")
 
 
 def _print_aggregates(result) -> None:
