@@ -88,30 +88,34 @@ def replay_prefix(case: Case, facts: dict, limit: int | None) -> tuple[pa.Table,
 
 
 def _evidence(case: Case, hist: pd.DataFrame, salt_field: str) -> dict[str, _Req]:
-    """Token ids and salt per request, read from its evidence lines (DuckDB over the numbered lines of each file
-    that holds one of them; kvir.ingest.lines numbers them as ingest did)."""
+    """Token ids and salt per request, read from its evidence lines: each text file that holds one of them is
+    read once, batch by batch (kvir.ingest.lines numbers lines as ingest did), and DuckDB picks the wanted
+    lines out of each batch; nothing of it is stored in the case."""
     from kvir.ingest.lines import iter_line_batches
 
     ev = queries.run(case, "prefix_evidence", {"request_ids": list(hist["request_id"])})
     found: dict[str, tuple] = {}
-    for (sid, path), wanted in ev.groupby(["source_id", "source_file"], sort=True):
-        try:
-            lines = pa.Table.from_batches(list(iter_line_batches(path, text=True)))
-        except OSError:
-            continue                 # the evidence moved: its requests replay as having no tokens
-        lines = lines.append_column("source_id", pa.array([int(sid)] * lines.num_rows, pa.int32()))
-        case.con.register("kvir_prefix_lines", lines)
+    salt_path = '$."' + salt_field.replace('"', '\\"') + '"'
+    for (sid, path, fmt), wanted in ev.groupby(["source_id", "source_file", "format"], sort=True):
+        if str(fmt).endswith("parquet"):
+            continue                 # columnar rows: no line holds a prompt
         case.con.register("kvir_prefix_wanted", wanted[["request_id", "source_id", "source_line"]])
         try:
-            got = queries.run(case, "prefix_tokens", {"salt_path": '$."' + salt_field.replace('"', '\\"') + '"'},
-                              inputs={"lines": "kvir_prefix_lines", "wanted": "kvir_prefix_wanted"})
+            for batch in iter_line_batches(path, text=True):
+                lines = pa.Table.from_batches([batch]).append_column(
+                    "source_id", pa.array([int(sid)] * batch.num_rows, pa.int32()))
+                case.con.register("kvir_prefix_lines", lines)
+                got = queries.run(case, "prefix_tokens", {"salt_path": salt_path},
+                                  inputs={"lines": "kvir_prefix_lines", "wanted": "kvir_prefix_wanted"})
+                for rid, ids, salt in got[["request_id", "token_ids", "salt"]].itertuples(index=False):
+                    old = found.get(rid, (None, None))
+                    ids = [int(x) for x in ids] if hasattr(ids, "__len__") and not isinstance(ids, str) else None
+                    found[rid] = (old[0] or ids, old[1] or (salt if isinstance(salt, str) else None))
+        except OSError:
+            pass                     # the evidence moved: its requests replay as having no tokens
         finally:
             case.con.unregister("kvir_prefix_lines")
             case.con.unregister("kvir_prefix_wanted")
-        for rid, ids, salt in got[["request_id", "token_ids", "salt"]].itertuples(index=False):
-            old = found.get(rid, (None, None))
-            ids = [int(x) for x in ids] if hasattr(ids, "__len__") and not isinstance(ids, str) else None
-            found[rid] = (old[0] or ids, old[1] or (salt if isinstance(salt, str) else None))
     return {r: _Req(r, a if isinstance(a, str) else "(no account)", *found.get(r, (None, None)))
             for r, a in zip(hist["request_id"], hist["account_id"])}
 
