@@ -81,6 +81,19 @@ def test_the_native_json_path_and_a_marked_file_agree(tmp_path, monkeypatch):
     assert ids(r1.affected) == ids(r2.affected) and len(ids(r1.affected)) == 20
 
 
+@pytest.mark.parametrize("mark", [b"\xff\xfe\x00\x00", b"\xff\xfe", b"\xfe\xff"])
+def test_a_line_that_begins_with_a_stray_mark_costs_that_line_only(tmp_path, mark):
+    """A first line that happens to begin with a UTF-16/32 mark (found by the format fuzz test) is not a
+    mark: the file is UTF-8, that line is set aside (skipped or quarantined) and every other line read (it was one line of
+    replacement characters: 20 requests became 1 quarantined row)."""
+    lines = [fin(f"2026-08-30T10:00:{i:02d}", f"m{i}", 700000 + i) for i in range(20)]
+    f = write(tmp_path / "logs" / "decode-0.jsonl", mark + b"garbage\n" + ("\n".join(lines) + "\n").encode())
+    r = _triage(tmp_path, [f], source_tz="UTC", served_model="zai-org/GLM-5.3")
+    s = r.sources[0]
+    assert (s["read"], s["requests"], s["skipped"] + s["quarantined"]) == (21, 20, 1)
+    assert ids(r.affected) == {f"m{i}" for i in range(20)}
+
+
 # ------------------------------------------------------------------------------ files that change while read
 
 def _grow_after_listing(monkeypatch, path, extra: bytes) -> None:

@@ -9,7 +9,10 @@ Every text reader of kvir (kvir.ingest.lines and whatever sniffs a file's head) 
     compression   gzip and zstd, by magic bytes (not by name), decompressed on the fly.
     encoding      a UTF-8 byte-order mark (spreadsheet programs write one before a CSV) is dropped; UTF-16 and
                   UTF-32 text (with its BOM: Windows tools write it so) is re-encoded as UTF-8 as it streams.
-                  Anything else is read as UTF-8 (invalid sequences are repaired and flagged by the reader).
+                  A UTF-16/32 mark is believed only when the text after it is that encoding (see _believed):
+                  a log line that happens to begin with those bytes must not turn the whole file into one
+                  line of replacement characters. Anything else is read as UTF-8 (invalid sequences are
+                  repaired and flagged by the reader).
 
 Readers that hand a path to DuckDB (CSV, JSON documents) use `duckdb_path`: DuckDB skips a UTF-8 BOM itself,
 but reads UTF-16 as garbage, so such a file is given to it as a UTF-8 copy in the case's spill folder.
@@ -204,8 +207,9 @@ def open_input(path: str | Path, stamp: Stamp | None = None, digest=None) -> Ope
             # at once): allow windows up to 2 GiB rather than refuse a valid file (zstd's default stops at 128 MiB).
             stream = io.BufferedReader(zstandard.ZstdDecompressor(max_window_size=1 << 31)
                                        .stream_reader(io.BufferedReader(raw, 1 << 20), closefd=False))
-        text_head = head if compression is None else stream.peek(4)[:4]  # type: ignore[attr-defined]
-        encoding = next((codec for mark, codec in BOMS if text_head.startswith(mark)), None)
+        sample = os.pread(raw.fileno(), _SAMPLE, 0) if compression is None else stream.peek(_SAMPLE)  # type: ignore[attr-defined]
+        found = next(((mark, codec) for mark, codec in BOMS if sample.startswith(mark)), None)
+        encoding = found[1] if found and (found[1] == "utf-8" or _believed(found[1], sample[len(found[0]):])) else None
         if encoding == "utf-8":                  # the mark is dropped (a plain file's is still hashed)
             stream.read(3) if compression else _skip(raw, 3)
             encoding = "utf-8-sig"
@@ -215,6 +219,18 @@ def open_input(path: str | Path, stamp: Stamp | None = None, digest=None) -> Ope
     except BaseException:
         raw.close()
         raise
+
+
+_SAMPLE = 1 << 16
+
+
+def _believed(codec: str, sample: bytes) -> bool:
+    """Is the text after a UTF-16/32 mark that encoding? Where the bytes hold a line feed, the decoded text
+    must too (ASCII lines behind a stray mark decode as UTF-16 to CJK, but their 0x0A bytes never pair with a
+    0x00 into a line feed), and at most half of it may be undecodable (ASCII behind a UTF-32 mark is all
+    code points beyond U+10FFFF). A few bad sequences in real UTF-16/32 text are repaired as before."""
+    text = codecs.getincrementaldecoder(codec)("replace").decode(sample, final=False)  # a cut character: no error
+    return (b"\n" not in sample or "\n" in text) and text.count("\ufffd") * 2 <= len(text)
 
 
 def _skip(raw: RawInput, n: int) -> None:
