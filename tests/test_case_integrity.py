@@ -146,6 +146,7 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(d)], check=False)
 
 
+@pytest.mark.slow   # ~5-9 s on 2 cores: its own step (pytest -m slow), keeping the default suite under 5 minutes
 def test_a_full_disk_ends_with_one_line_and_leaves_the_old_case(fleets, small_disk):
     case = small_disk / "case"
     first = subprocess.run(_triage_cmd(fleets / "small", case), capture_output=True, text=True, timeout=600)
@@ -162,6 +163,7 @@ def test_a_full_disk_ends_with_one_line_and_leaves_the_old_case(fleets, small_di
         assert _state(case) == old
 
 
+@pytest.mark.slow   # ~5-9 s on 2 cores: its own step (pytest -m slow), keeping the default suite under 5 minutes
 def test_a_read_only_folder_ends_with_one_line_and_the_case_stays_readable(fleets, tmp_path):
     ro = tmp_path / "ro"
     case = ro / "case"
@@ -311,6 +313,7 @@ def test_a_case_made_before_markers_still_opens_and_gains_one(fleets, tmp_path):
     assert json.loads((case / MARKER).read_text())["kvir_case"] == 1
 
 
+@pytest.mark.slow   # ~5-9 s on 2 cores: its own step (pytest -m slow), keeping the default suite under 5 minutes
 def test_out_as_a_symlink_to_a_case_updates_the_case_it_points_to(fleets, tmp_path):
     """Issue #26 item 7: the real folder is locked and swapped; the link stays a link to it; nothing dangles."""
     real, link = tmp_path / "cases" / "real", tmp_path / "link"

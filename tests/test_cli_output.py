@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import click
 import typer
 from hypothesis import HealthCheck, given, settings
@@ -104,6 +105,7 @@ def test_hostile_file_names_and_ids_reach_the_terminal_inert(spec, tmp_path):
     assert json.loads(out.stdout)["summary"]["affected"] == 1
 
 
+@pytest.mark.slow   # a property test over 15 audit runs (~9 s): its own step (pytest -m slow)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(node=PIECES.filter(bool))
 def test_audit_tables_show_node_names_inert(tmp_path_factory, node):

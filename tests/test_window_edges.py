@@ -75,6 +75,7 @@ def test_one_unit_outside_either_edge_is_outside(tmp_path, unit):
     assert r.sources[0]["quarantined"] == 0
 
 
+@pytest.mark.slow   # a property test (~6 s): its own step (pytest -m slow), as the other time properties
 @settings(max_examples=12, deadline=None)
 @given(offsets=st.lists(st.integers(-3_000_000, 3_000_000), min_size=1, max_size=12),
        form=st.sampled_from(["epoch-s-decimal", "epoch-ms-decimal", "epoch-us-decimal", "ns", "iso-9-z"]))
