@@ -120,7 +120,7 @@ def guarded(command: Callable[..., Any] | None = None, *, interrupt: bool = True
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            with interruptible() if interrupt else python_signals():
+            with interruptible() if interrupt else contextlib.nullcontext():
                 return command(*args, **kwargs)
         except KvirError as e:
             if is_damage(e.__cause__ or e) and " is damaged: " not in str(e):   # found by a query, not named yet
@@ -152,22 +152,6 @@ def interruptible() -> Iterator[None]:
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     for sig in previous:
         signal.signal(sig, _on_signal)
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
-def python_signals() -> Iterator[None]:
-    """Python's own Ctrl-C and SIGTERM handling while a server that shuts down gracefully on them runs (kvir's
-    main() has put interruptible()'s handlers in place for the whole process)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
-                signal.SIGTERM: signal.signal(signal.SIGTERM, signal.SIG_DFL)}
     try:
         yield
     finally:
