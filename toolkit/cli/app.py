@@ -30,7 +30,7 @@ def _main(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 
 # Importing a command module is cheap: heavy imports (torch, matplotlib) happen inside the commands.
-from kvir.cli import audit, demo, ingest, probe, replay, report, serve, triage  # noqa: E402
+from kvir.cli import audit, demo, ingest, present, probe, replay, report, serve, triage  # noqa: E402
 
 for _module in (triage, ingest, audit, replay, report, demo, probe, serve):
     _module.register(app)
@@ -38,7 +38,11 @@ install(app)
 
 
 def main() -> None:
-    app()
+    # Ctrl-C / SIGTERM end the process with one line and 128 + the signal from here to the exit, not only
+    # inside a command's body (between stages Python's own handler would leave a traceback), and are
+    # ignored once the command has returned (see interruptible).
+    with present.interruptible(then_ignore=True):
+        app()
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ def guarded(command: Callable[..., Any] | None = None, *, interrupt: bool = True
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            with interruptible() if interrupt else contextlib.nullcontext():
+            with interruptible() if interrupt else python_signals():
                 return command(*args, **kwargs)
         except KvirError as e:
             if is_damage(e.__cause__ or e) and " is damaged: " not in str(e):   # found by a query, not named yet
@@ -141,17 +141,37 @@ def guarded(command: Callable[..., Any] | None = None, *, interrupt: bool = True
 
 
 @contextlib.contextmanager
-def interruptible() -> Iterator[None]:
+def interruptible(*, then_ignore: bool = False) -> Iterator[None]:
     """While a command runs, Ctrl-C (SIGINT) and SIGTERM end it at once: the staged work of every case being
     written is dropped, one line says so, and the exit status is 128 + the signal. Exiting from the handler
     (never unwinding through DuckDB's threads and queries: that gave 'connection is busy' tracebacks and
-    SIGABRT) is safe because a case is only ever replaced by one atomic swap of a complete new state."""
+    SIGABRT) is safe because a case is only ever replaced by one atomic swap of a complete new state.
+    `then_ignore` (kvir's main(), around the whole command): afterwards the signals are ignored rather than
+    given back, because the interpreter's finalization resets a Python handler to the default action, and
+    a Ctrl-C there killed a finished run by the signal with no word (any thread may take it: a mask would
+    not do). The finished run's own status stands."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     for sig in previous:
         signal.signal(sig, _on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_IGN if then_ignore else handler)
+
+
+@contextlib.contextmanager
+def python_signals() -> Iterator[None]:
+    """Python's own Ctrl-C and SIGTERM handling while a server that shuts down gracefully on them runs (kvir's
+    main() has put interruptible()'s handlers in place for the whole process)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+                signal.SIGTERM: signal.signal(signal.SIGTERM, signal.SIG_DFL)}
     try:
         yield
     finally:
