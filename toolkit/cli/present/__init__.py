@@ -140,8 +140,7 @@ def guarded(command: Callable[..., Any] | None = None, *, interrupt: bool = True
     return run
 
 
-@contextlib.contextmanager
-def interruptible(*, then_ignore: bool = False) -> Iterator[None]:
+def interruptible(*, then_ignore: bool = False) -> contextlib.AbstractContextManager[None]:
     """While a command runs, Ctrl-C (SIGINT) and SIGTERM end it at once: the staged work of every case being
     written is dropped, one line says so, and the exit status is 128 + the signal. Exiting from the handler
     (never unwinding through DuckDB's threads and queries: that gave 'connection is busy' tracebacks and
@@ -150,33 +149,28 @@ def interruptible(*, then_ignore: bool = False) -> Iterator[None]:
     given back, because the interpreter's finalization resets a Python handler to the default action, and
     a Ctrl-C there killed a finished run by the signal with no word (any thread may take it: a mask would
     not do). The finished run's own status stands."""
+    return _handlers({signal.SIGINT: _on_signal, signal.SIGTERM: _on_signal}, then_ignore=then_ignore)
+
+
+def python_signals() -> contextlib.AbstractContextManager[None]:
+    """Python's own Ctrl-C and SIGTERM handling while a server that shuts down gracefully on them runs (kvir's
+    main() has put interruptible()'s handlers in place for the whole process)."""
+    return _handlers({signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL})
+
+
+@contextlib.contextmanager
+def _handlers(handlers: dict, *, then_ignore: bool = False) -> Iterator[None]:
+    """`handlers` in place while the block runs (signals can only be set from the main thread: elsewhere,
+    nothing), then the previous ones back, or SIG_IGN with `then_ignore`."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    for sig in previous:
-        signal.signal(sig, _on_signal)
+    previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     try:
         yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_IGN if then_ignore else handler)
-
-
-@contextlib.contextmanager
-def python_signals() -> Iterator[None]:
-    """Python's own Ctrl-C and SIGTERM handling while a server that shuts down gracefully on them runs (kvir's
-    main() has put interruptible()'s handlers in place for the whole process)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
-                signal.SIGTERM: signal.signal(signal.SIGTERM, signal.SIG_DFL)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _on_signal(signum: int, frame: Any) -> None:
