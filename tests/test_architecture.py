@@ -1,20 +1,38 @@
 """The package's shape: layers import only earlier layers, no import cycle (lazy and type-checking imports
-included), no module over 400 lines. Read from the source with `ast`, so nothing has to be imported."""
+included), no module over 400 lines; mechanisms sit in their own folders, after every stage, and the stages
+reach them only through the registry (kvir.spec.mechanism), never by importing a mechanism's package nor by
+naming one. Read from the source with `ast` and text, so nothing has to be imported."""
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = {"toolkit": "kvir", "replay": "kvir.replay"}
 # The flow of data, each layer importing only those before it (README "Architecture").
 LAYERS = ("core", "rules", "spec", "case", "ingest", "audit", "triage", "replay", "report", "probe", "serve",
-          "sim", "cli")
+          "mechanisms", "sim", "cli")
 MAX_LINES = 400
 # Import cycles not yet taken apart, each named here so that removing one fails this test until the list
 # shrinks with it (and adding one fails at once).
 KNOWN_CYCLES: set[frozenset[str]] = set()
 KNOWN_LONG: set[str] = set()
+# A mechanism is a vertical slice: its package (kvir.mechanisms.<m>, toolkit/mechanisms/<m>/) may import any
+# stage, and no module outside it imports it; the registry (kvir.spec.mechanism) loads the packages it lists
+# by name. Imports from outside that issue 30's move has not yet removed, each named so that the list can only
+# shrink; it ends empty.
+TRANSITIONAL_IMPORTS: set[tuple[str, str]] = {
+    ("kvir.report.model", "kvir.mechanisms.prefix_cache.spec"),
+    ("kvir.report.mechanisms.prefix_cache", "kvir.mechanisms.prefix_cache.spec"),
+    ("kvir.audit.core", "kvir.mechanisms.prefix_cache.spec"),
+}
+MECHANISM_FOLDERS = ("toolkit/mechanisms/", "queries/mechanisms/", "templates/mechanisms/")
+NAMES_A_MECHANISM = re.compile(r"prefix.cache|oversized.prompt|freed.in.flight|PREFIX_CACHE|OVERSIZED_PROMPT",
+                               re.IGNORECASE)
+# The only file outside the mechanism folders that may name a mechanism: the registry's list of the defaults.
+REGISTRY = "toolkit/spec/mechanism.py"
 
 
 def modules() -> dict[str, Path]:
@@ -112,7 +130,7 @@ def test_layers_import_only_earlier_layers():
         if layer(m) is None:
             continue
         for d in deps:
-            if layer(d) is not None and layer(d) > layer(m):
+            if layer(d) is not None and layer(d) > layer(m) and (m, d) not in TRANSITIONAL_IMPORTS:
                 bad.append(f"{m} ({LAYERS[layer(m)]}) imports {d} ({LAYERS[layer(d)]})")
     assert not bad, "\n".join(sorted(bad))
 
@@ -133,3 +151,93 @@ def test_no_module_over_400_lines():
             if len(p.read_text().splitlines()) > MAX_LINES}
     assert set(long) <= KNOWN_LONG, f"modules over {MAX_LINES} lines: {long}"
     assert set(long) == KNOWN_LONG, f"now short enough, drop from KNOWN_LONG: {sorted(KNOWN_LONG - set(long))}"
+
+
+def test_mechanisms_are_reached_only_through_the_registry():
+    found = {(m, d) for m, deps in graph().items() if not m.startswith("kvir.mechanisms")
+             for d in deps if d.startswith("kvir.mechanisms")}
+    assert found <= TRANSITIONAL_IMPORTS, f"imports of a mechanism's package from outside it: {sorted(found - TRANSITIONAL_IMPORTS)}"
+    assert found == TRANSITIONAL_IMPORTS, f"gone, drop from TRANSITIONAL_IMPORTS: {sorted(TRANSITIONAL_IMPORTS - found)}"
+
+
+def files_naming_a_mechanism() -> set[str]:
+    """Tracked and new source files (Python, SQL, Jinja, TOML) outside the mechanism folders that name one."""
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "toolkit", "replay",
+                          "queries", "templates"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return {f for f in out.split() if not f.startswith(MECHANISM_FOLDERS) and (ROOT / f).is_file()
+            and NAMES_A_MECHANISM.search((ROOT / f).read_text(errors="replace"))}
+
+
+# Files outside the mechanism folders that still name a mechanism (issue 30 counted 65): each stage's move
+# empties its own; the list only shrinks, and ends as the registry alone.
+KNOWN_NAMING: set[str] = {
+    "queries/audit/findings.sql",
+    "queries/audit/node_configs.sql",
+    "queries/audit/node_prefix_cache.sql",
+    "queries/audit/prefix_findings.sql",
+    "queries/audit/startup_lines.sql",
+    "queries/replay/prefix_evidence.sql",
+    "queries/replay/prefix_history.sql",
+    "queries/replay/write_results.sql",
+    "queries/report/prefix_facts.sql",
+    "queries/report/prefix_responses.sql",
+    "queries/report/prefix_sources.sql",
+    "queries/report/prefix_starts.sql",
+    "queries/report/replay_verdicts.sql",
+    "queries/triage/aggregate_bounds.sql",
+    "queries/triage/prefix_cache_affected.sql",
+    "queries/triage/prefix_cache_counts.sql",
+    "queries/triage/prefix_cache_excluded.sql",
+    "queries/triage/prefix_cache_hits.sql",
+    "queries/triage/prefix_cache_summary.sql",
+    "replay/__init__.py",
+    "replay/prefix_cache.py",
+    "replay/prefix_run.py",
+    "replay/results.py",
+    "replay/run.py",
+    "templates/notice_affected.md.j2",
+    "templates/notice_prefix_source.md.j2",
+    "toolkit/audit/__init__.py",
+    "toolkit/audit/core.py",
+    "toolkit/audit/prefix_cache.py",
+    "toolkit/audit/rules.py",
+    "toolkit/case/spec_tables.py",
+    "toolkit/cli/audit.py",
+    "toolkit/cli/present/audit.py",
+    "toolkit/cli/present/replay.py",
+    "toolkit/cli/present/triage.py",
+    "toolkit/cli/probe.py",
+    "toolkit/cli/serve.py",
+    "toolkit/cli/triage.py",
+    "toolkit/probe/__init__.py",
+    "toolkit/probe/prefix.py",
+    "toolkit/probe/prompts.py",
+    "toolkit/probe/result.py",
+    "toolkit/probe/rules.py",
+    "toolkit/probe/timing.py",
+    "toolkit/report/artifacts.py",
+    "toolkit/report/build.py",
+    "toolkit/report/defect.py",
+    "toolkit/report/figures.py",
+    "toolkit/report/mechanisms/__init__.py",
+    "toolkit/report/mechanisms/oversized_prompt.py",
+    "toolkit/report/mechanisms/prefix_cache.py",
+    "toolkit/report/model.py",
+    "toolkit/report/records.py",
+    "toolkit/report/renderer.py",
+    "toolkit/report/story.py",
+    "toolkit/report/timeline.py",
+    "toolkit/rules/prefix_cache.py",
+    "toolkit/rules/prefix_cache.toml",
+    "toolkit/serve/app.py",
+    "toolkit/serve/engine.py",
+    "toolkit/triage/listing.py",
+    "toolkit/triage/prefix.py",
+    "toolkit/triage/run.py",
+}
+
+
+def test_only_the_registry_names_a_mechanism_outside_the_mechanism_folders():
+    found = files_naming_a_mechanism() - {REGISTRY}
+    assert found <= KNOWN_NAMING, f"new files naming a mechanism outside its folder: {sorted(found - KNOWN_NAMING)}"
+    assert found == KNOWN_NAMING, f"no longer name one, drop from KNOWN_NAMING: {sorted(KNOWN_NAMING - found)}"

@@ -79,10 +79,10 @@ def test_init_mechanism_prefix_cache_writes_that_mechanisms_spec_and_both_parse(
     res = runner.invoke(app, ["init", "--mechanism", "prefix-cache", str(pc)])
     assert res.exit_code == 0 and "[prefix_cache]" in res.stderr      # what to fill in is that mechanism's
     s, d = load_spec(pc), load_spec(default)
-    assert (s.mechanism, s.trigger, s.prefix_cache.isolation, s.prefix_cache.instances) == (
-        "prefix-cache", None, "salt", ("vllm-0",))
-    assert s.prefix_cache.lifetime_s is None and s.engine is None     # unknowns stay unknown
-    assert (d.mechanism, d.trigger.rule) == ("oversized-prompt", "public")
+    assert (s.mechanism, s.params.isolation, s.params.instances) == (
+        "prefix-cache", "salt", ("vllm-0",))
+    assert s.params.lifetime_s is None and s.engine is None     # unknowns stay unknown
+    assert (d.mechanism, d.params.rule) == ("oversized-prompt", "public")
     text = pc.read_text()
     assert "[trigger]" not in text and "pool_tokens" not in text and "placeholder" not in text.lower()
     bad = runner.invoke(app, ["init", "--mechanism", "rowhammer", str(tmp_path / "x.toml")])

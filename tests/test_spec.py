@@ -6,7 +6,8 @@ import datetime as dt
 import pytest
 
 from kvir.core.errors import SpecError
-from kvir.spec.model import TEMPLATE, load_spec, parse_spec
+from kvir.spec.model import load_spec, parse_spec
+from kvir.spec.template import template
 from tests.conftest import spec_text
 
 UTC = dt.timezone.utc
@@ -20,17 +21,17 @@ def test_minimal_spec_exactly_as_in_the_issue(tmp_path):
     assert s.models == ("@cf/zai-org/glm-5.3", "zai-org/GLM-5.3")
     assert s.window_start == dt.datetime(2026, 8, 27, tzinfo=UTC)
     assert s.window_end == dt.datetime(2026, 9, 9, 19, 40, tzinfo=UTC)
-    assert (s.trigger.pool_tokens, s.trigger.context_tokens, s.trigger.rule) == (681280, 1048576, "public")
+    assert (s.params.pool_tokens, s.params.context_tokens, s.params.rule) == (681280, 1048576, "public")
     # no engine named: the engine rule waits for the evidence; on SGLang min(1048575, 681279) - 5 = 681,274
-    assert s.engine is None and s.trigger.engine_limit is None
-    assert s.trigger.with_engine("sglang").engine_limit == 681274
-    assert s.trigger.other_rule == "engine"
+    assert s.engine is None and s.params.engine_limit is None
+    assert s.params.with_engine("sglang").engine_limit == 681274
+    assert s.params.other_rule == "engine"
 
 
 def test_template_written_by_init_parses(tmp_path):
     p = tmp_path / "incident.toml"
-    p.write_text(TEMPLATE)
-    assert load_spec(p).trigger.rule == "public"
+    p.write_text(template())
+    assert load_spec(p).params.rule == "public"
 
 
 def test_offsets_are_converted_to_utc(tmp_path):
@@ -119,17 +120,17 @@ def test_init_template_holds_no_fact_of_the_reference_incident():
     from tests.foreign.facts import MECHANISM_WORDS, REFERENCE_FACTS
 
     # the engines may be named where the template documents a key (pool_tokens: "SGLang: max_total_num_tokens")
-    found = [f for f in REFERENCE_FACTS + MECHANISM_WORDS if f in TEMPLATE and f not in ("SGLang", "sglang")]
+    found = [f for f in REFERENCE_FACTS + MECHANISM_WORDS if f in template() and f not in ("SGLang", "sglang")]
     assert found == []
-    s = parse_spec(__import__("tomllib").loads(TEMPLATE))
-    assert s.engine is None and s.trigger.engine == "unknown" and s.defect == {}
+    s = parse_spec(__import__("tomllib").loads(template()))
+    assert s.engine is None and s.params.engine == "unknown" and s.defect == {}
 
 
 def test_engine_and_defect_are_checked(tmp_path):
     p = tmp_path / "incident.toml"
     p.write_text(spec_text() .replace('rule = "public"', 'rule = "public"\nengine = "vllm"'))
     s = load_spec(p)
-    assert s.engine == "vllm" and s.trigger.engine_limit == 1_048_576       # vLLM: max_model_len
+    assert s.engine == "vllm" and s.params.engine_limit == 1_048_576       # vLLM: max_model_len
     p.write_text(spec_text().replace('rule = "public"', 'rule = "public"\nengine = "tgi"'))
     with pytest.raises(SpecError, match=r"\[trigger.engine\].*sglang, vllm or unknown|\[trigger.engine\]"):
         load_spec(p)
@@ -172,13 +173,13 @@ isolation = "gateway-salt"
 lifetime_s = 900
 block_tokens = 128
 '''))
-    assert (s.mechanism, s.trigger, s.engine) == ("prefix-cache", None, "vllm")
-    pc = s.prefix_cache
+    assert (s.mechanism, s.engine) == ("prefix-cache", "vllm")
+    pc = s.params
     assert (pc.instances, pc.isolation, pc.salt_field, pc.lifetime_s, pc.block_tokens) == \
         (("vllm-0", "vllm-1"), "gateway-salt", "cache_salt", 900, 128)
-    assert "pool_tokens" not in s.query_params()
+    assert "pool_tokens" not in s.query_params() and not hasattr(s.params, "pool_tokens")
     # nothing declared is nothing known: no instances, isolation unknown, no lifetime
-    bare = parse_spec(tomllib.loads(_PC_INCIDENT)).prefix_cache
+    bare = parse_spec(tomllib.loads(_PC_INCIDENT)).params
     assert (bare.instances_known, bare.isolation, bare.lifetime_s, bare.block_tokens) == (False, "unknown", None, None)
 
 

@@ -117,7 +117,8 @@ def _mechanism(case, incident) -> dict[str, Any]:
 
     if incident is not None:
         spec = incident if isinstance(incident, IncidentSpec) else load_spec(incident)
-        return {"mechanism": spec.mechanism, "prefix_cache": spec.prefix_cache}
+        return {"mechanism": spec.mechanism,   # transitional (issue 30): the audit part takes the params
+                "prefix_cache": spec.params if spec.mech.spec.section == "prefix_cache" else None}
     if case is None:
         return {}
     mechanism, pc = incident_mechanism(case)

@@ -32,7 +32,8 @@ from kvir.core.timezones import SourceTz, parse_source_tz
 from kvir.audit.inventory import Inventory, InventoryNode, load_inventory
 from kvir.audit.builds import field_names, fill_builds
 from kvir.audit.prefix_cache import fill_prefix_cache
-from kvir.spec.mechanism import OVERSIZED_PROMPT, PrefixCacheSpec
+from kvir.mechanisms.prefix_cache.spec import PrefixCacheParams as PrefixCacheSpec
+from kvir.spec.mechanism import OVERSIZED_PROMPT
 from kvir.audit.rules import RULES, VLLM_DEFAULT_BLOCK_SIZE, rule_params
 from kvir.audit.server_info import COLUMNS as SERVER_INFO_COLUMNS, read_server_info, server_info_row
 from kvir.core.files import node_from_path, role_from_name, sha256_file

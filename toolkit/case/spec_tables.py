@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from kvir.case.store import Case
 from kvir.core.errors import KvirError
 from kvir.core.files import sha256_file
-from kvir.spec.mechanism import OVERSIZED_PROMPT, PREFIX_CACHE, PrefixCacheSpec
+from kvir.spec.mechanism import Mechanism, mechanism
 from kvir.spec.model import IncidentSpec, load_spec
 
 SPEC_FACT_TABLES = ("hand_events", "disclosure", "defect")
@@ -51,22 +50,15 @@ def _record_spec(case: Case, spec: IncidentSpec) -> None:
     for a in spec.accounts:
         con.execute("INSERT INTO account_rules VALUES ($id, $label, $reason, $exclude)",
                     {"id": a.account_id, "label": a.label, "reason": a.reason, "exclude": a.exclude})
-    t = spec.trigger
+    record = spec.mech.spec.record(spec.params)
     facts = {"id": spec.id, "title": spec.title, "models": json.dumps(list(spec.models)),
              "model_names": json.dumps(list(spec.model_names)),
              "window_start": spec.window_start.isoformat(), "window_end": spec.window_end.isoformat(),
-             "mechanism": spec.mechanism,
-             "prefix_cache": json.dumps(asdict(spec.prefix_cache)) if spec.prefix_cache else "",
-             "pool_tokens": str(t.pool_tokens) if t else "", "context_tokens": str(t.context_tokens) if t else "",
-             "rule": t.rule if t else "",
+             "mechanism": spec.mechanism, "mechanism_params": json.dumps(record),
              "declared_engine": spec.engine or "",
              "awareness_time": spec.awareness_time.isoformat() if spec.awareness_time else "",
              "spec_path": str(spec.path) if spec.path else ""}
-    pc = spec.prefix_cache
-    if pc is not None:     # [prefix_cache]: what replay needs of the cache ("" where the spec does not say)
-        facts.update({"prefix_cache_block_tokens": str(pc.block_tokens or ""), "prefix_cache_salt_field": pc.salt_field,
-                      "prefix_cache_isolation": pc.isolation, "prefix_cache_lifetime_s": str(pc.lifetime_s or ""),
-                      "prefix_cache_instances": json.dumps(list(pc.instances))})
+    facts.update(_legacy_keys(spec.mechanism, record))
     for k, v in facts.items():
         con.execute("INSERT INTO incident VALUES ($k, $v)", {"k": k, "v": v})
     _insert_spec_facts(case, spec)
@@ -149,15 +141,33 @@ def read_disclosure(case: Case, table: str = "disclosure") -> dict[str, Any]:
     return {k: json.loads(v) for k, v in case.con.execute(f"SELECT key, value FROM {table} ORDER BY key").fetchall()}
 
 
-def incident_mechanism(case: Case) -> tuple[str, PrefixCacheSpec | None]:
-    """The exposure mechanism triage recorded (kvir.spec.mechanism) and its [prefix_cache]; a case without
-    one (triaged by an older kvir, or not yet) is the default mechanism's."""
-    mech = _incident_value(case, "mechanism") or OVERSIZED_PROMPT
-    raw = _incident_value(case, "prefix_cache")
-    if mech != PREFIX_CACHE:
-        return mech, None
-    if not raw:
-        return mech, PrefixCacheSpec()
-    d = json.loads(raw)
-    return mech, PrefixCacheSpec(tuple(d.get("instances") or ()), d.get("isolation", "unknown"),
-                                 d.get("salt_field", "cache_salt"), d.get("lifetime_s"), d.get("block_tokens"))
+def case_mechanism(case: Case) -> tuple[Mechanism, Any]:
+    """The exposure mechanism triage recorded and its params (the mechanism's spec part restores them). A
+    case that records none was not triaged by this kvir: triage it again."""
+    name, raw = _incident_value(case, "mechanism"), _incident_value(case, "mechanism_params")
+    if not name or raw is None:
+        raise KvirError("the case records no mechanism (triaged by an older kvir, or not yet): run `kvir triage`",
+                        path=str(case.home or case.path))
+    m = mechanism(name)
+    return m, m.spec.restore(json.loads(raw))
+
+
+# --- transitional (issue 30): flat keys the stages read before case_mechanism; removed with their last reader
+def _legacy_keys(name: str, record: dict[str, Any]) -> dict[str, str]:
+    if name == "oversized-prompt":
+        return {k: str(record[k]) for k in ("pool_tokens", "context_tokens", "rule")}
+    out = {"pool_tokens": "", "context_tokens": "", "rule": "", "prefix_cache": json.dumps(record)}
+    out.update({"prefix_cache_block_tokens": str(record.get("block_tokens") or ""),
+                "prefix_cache_salt_field": record.get("salt_field", ""),
+                "prefix_cache_isolation": record.get("isolation", ""),
+                "prefix_cache_lifetime_s": str(record.get("lifetime_s") or ""),
+                "prefix_cache_instances": json.dumps(list(record.get("instances") or []))})
+    return out
+
+
+def incident_mechanism(case: Case) -> tuple[str, Any]:
+    """Transitional: (name, [prefix_cache] params or None), as the stages read it before case_mechanism."""
+    if not case.has("incident") or _incident_value(case, "mechanism") is None:
+        return "oversized-prompt", None
+    m, params = case_mechanism(case)
+    return m.name, params if m.spec.section == "prefix_cache" else None

@@ -268,10 +268,11 @@ class Case:
         self.con.execute("COMMIT")
 
     def run(self, name: str, params: dict[str, Any] | None = None, *, inputs: dict[str, str] | None = None,
-            fetch: bool = False):
-        """Run queries/<name>.sql on this case; the compiled SQL and parameters go into the manifest."""
+            fetch: bool = False, mechanism: str | None = None):
+        """Run queries/<name>.sql on this case (a mechanism's folder first: kvir.core.sql.load); the compiled
+        SQL and parameters go into the manifest."""
         try:
-            return run(self.con, name, params, inputs=inputs, log=self.log, fetch=fetch)
+            return run(self.con, name, params, inputs=inputs, log=self.log, fetch=fetch, mechanism=mechanism)
         except KvirError as e:
             if is_damage(e.__cause__ or e) and self.writer is not None:   # the copy of a damaged case
                 raise damaged((self.home or self.path) / CASE_DB, e.__cause__ or e) from e

@@ -20,11 +20,11 @@ def init(path: Annotated[Path, typer.Argument(help="Where to write the template.
          force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
          mechanism: Annotated[str, typer.Option("--mechanism", help="How KV crossed tenants: oversized-prompt (a prompt beyond the KV pool served instead of refused) or prefix-cache (a prefix cache shared across tenants).")] = "oversized-prompt") -> None:
     """Write a commented incident.toml template, then say the next commands: triage, audit, replay, report."""
-    from kvir.spec.mechanism import MECHANISMS
+    from kvir.spec.mechanism import names
     from kvir.spec.template import template
 
-    if mechanism not in MECHANISMS:
-        fail(f"--mechanism: expected one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+    if mechanism not in names():
+        fail(f"--mechanism: expected one of {', '.join(names())}, got {mechanism!r}")
     if path.exists() and not force:
         fail(f"{path}: already exists (use --force to overwrite)")
     path.write_text(template(mechanism))

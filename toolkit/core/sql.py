@@ -113,8 +113,14 @@ def parse_query(name: str, text: str) -> Query:
 
 
 @lru_cache(maxsize=None)
-def load(name: str) -> Query:
-    """queries/<name>.sql, e.g. load("triage/affected") or load("adapters/sglang_json")."""
+def load(name: str, mechanism: str | None = None) -> Query:
+    """queries/<name>.sql, e.g. load("triage/affected") or load("adapters/sglang_json"). With `mechanism` (a
+    mechanism's folder, kvir.spec.mechanism.Mechanism.folder) its own queries/mechanisms/<folder>/<name>.sql
+    comes first: as in dbt's adapter dispatch, a mechanism's file of a name overrides the shared one."""
+    if mechanism is not None:
+        own = f"mechanisms/{mechanism}/{name}"
+        if resources.files("kvir.queries").joinpath(*f"{own}.sql".split("/")).is_file():
+            return load(own)
     path = resources.files("kvir.queries").joinpath(*f"{name}.sql".split("/"))
     try:
         text = path.read_text(encoding="utf-8")
@@ -169,9 +175,10 @@ def bind(q: Query, params: dict[str, Any]) -> dict[str, Any]:
 
 def run(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None, *,
         inputs: dict[str, str] | None = None, log: QueryLog | None = None,
-        fetch: bool = False):
-    """Run queries/<name>.sql with bound parameters. Returns fetched rows when fetch=True."""
-    q = load(name)
+        fetch: bool = False, mechanism: str | None = None):
+    """Run queries/<name>.sql (the mechanism's own first, see load) with bound parameters. Returns fetched rows
+    when fetch=True."""
+    q = load(name, mechanism)
     bound = bind(q, params or {})
     sql = q.compile(inputs)
     t0 = time.perf_counter()
@@ -183,7 +190,7 @@ def run(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None
             cur = con.execute(sql)
         rows = cur.fetchall() if fetch else None
     except duckdb.Error as e:
-        raise KvirError(f"query queries/{name}.sql failed: {e}") from e
+        raise KvirError(f"query queries/{q.name}.sql failed: {e}") from e
     if log is not None:
         log.record(q, sql, bound, len(rows) if rows is not None else None, time.perf_counter() - t0, inputs)
     return rows

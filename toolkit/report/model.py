@@ -21,7 +21,8 @@ from kvir.report.story import Story
 from kvir.report.times import UTC
 from kvir.rules.engines import ENGINES
 from kvir.rules.trigger import Trigger
-from kvir.spec.mechanism import OVERSIZED_PROMPT, PrefixCacheSpec
+from kvir.mechanisms.prefix_cache.spec import PrefixCacheParams as PrefixCacheSpec
+from kvir.spec.mechanism import OVERSIZED_PROMPT
 from kvir.triage.summary import COUNT_COLUMNS, TriageSummary
 
 Counts = TriageSummary        # the headline counts are the triage's own typed summary

@@ -14,8 +14,7 @@ from typing import Any
 
 from kvir.core.errors import SpecError
 from kvir.rules.engines import NAMES as ENGINE_NAMES
-from kvir.rules.trigger import RULES, Trigger
-from kvir.spec.mechanism import OVERSIZED_PROMPT, PREFIX_CACHE, PrefixCacheSpec, parse_mechanism, parse_prefix_cache
+from kvir.spec.mechanism import Mechanism, SpecContext, mechanism as mechanism_named, parse_mechanism, sections
 
 UTC = dt.timezone.utc
 ROLES = ("prefill", "decode", "mixed")
@@ -70,7 +69,8 @@ class IncidentSpec:
     models: tuple[str, ...]
     window_start: dt.datetime
     window_end: dt.datetime
-    trigger: Trigger | None                                    # None: the mechanism has no pool trigger
+    mechanism: str                                             # its name (kvir.spec.mechanism registry)
+    params: Any                                                # its section, typed (the mechanism's spec part)
     accounts: tuple[AccountRule, ...] = ()
     events: tuple[HandEvent, ...] = ()
     sources: tuple[SourceSpec, ...] = ()
@@ -78,9 +78,12 @@ class IncidentSpec:
     disclosure: dict[str, Any] = field(default_factory=dict)
     defect: dict[str, Any] = field(default_factory=dict)      # [defect]: the engine defect, as declared
     path: Path | None = None
-    mechanism: str = OVERSIZED_PROMPT                          # kvir.spec.mechanism.MECHANISMS
-    prefix_cache: PrefixCacheSpec | None = None                # [prefix_cache], for the prefix-cache mechanism
-    declared_engine: str | None = None                         # incident.engine / [trigger] engine
+    declared_engine: str | None = None                         # incident.engine, or the mechanism section's
+
+    @property
+    def mech(self) -> Mechanism:
+        """The registered mechanism the spec names."""
+        return mechanism_named(self.mechanism)
 
     @property
     def engine(self) -> str | None:
@@ -109,17 +112,14 @@ class IncidentSpec:
         return tuple(dict.fromkeys(out))
 
     def query_params(self) -> dict[str, Any]:
-        """The values every triage query binds (never pasted into SQL)."""
-        trig = self.trigger.query_params() if self.trigger else {}
-        return {"models": list(self.model_names), "window_start": self.window_start, "window_end": self.window_end,
-                **trig}
+        """The values every triage query binds (never pasted into SQL); the mechanism's own are its triage part's."""
+        return {"models": list(self.model_names), "window_start": self.window_start, "window_end": self.window_end}
 
 
 # --------------------------------------------------------------------------------------------- parsing
 
-_TOP_KEYS = {"incident", "trigger", "prefix_cache", "accounts", "events", "sources", "disclosure", "defect"}
+_TOP_KEYS = {"incident", "accounts", "events", "sources", "disclosure", "defect"}   # and each mechanism's section
 _INCIDENT_KEYS = {"id", "title", "models", "window_start", "window_end", "awareness_time", "mechanism", "engine"}
-_TRIGGER_KEYS = {"pool_tokens", "context_tokens", "rule", "engine"}
 # [defect]: the engine defect the responders declare (kvir.report.defect reads it; `kvir init` shows it)
 DEFECT_KEYS = {"package", "ecosystem", "vendor", "repo", "title", "description", "introduced_version",
                "fixed_version", "fixed_release_date", "fixed_source", "references", "cwe", "workaround"}
@@ -148,12 +148,20 @@ def parse_spec(data: dict[str, Any], path: Path | None = None) -> IncidentSpec:
     def err(key: str, msg: str) -> SpecError:
         return SpecError(msg, path=where, key=key)
 
-    _no_unknown(data, _TOP_KEYS, "", err)
+    owners = sections()                           # spec table -> the mechanism it belongs to
+    _no_unknown(data, _TOP_KEYS | set(owners), "", err)
     inc = _table(data, "incident", err)
     _no_unknown(inc, _INCIDENT_KEYS, "incident.", err)
-    mechanism = parse_mechanism(inc.get("mechanism"), err)
-    engine = _engine(inc, data.get("trigger"), err)
-    trigger = _trigger(data, mechanism, engine, err)
+    mech = parse_mechanism(inc.get("mechanism"), err)
+    engine = inc.get("engine")
+    if engine is not None and engine not in ENGINE_NAMES:
+        raise err("incident.engine", f"expected one of {', '.join(ENGINE_NAMES)}, got {engine!r}")
+    for section, owner in owners.items():
+        if section in data and owner != mech.name:
+            raise err(section, f'[{section}] belongs to mechanism = "{owner}" (this spec\'s is "{mech.name}")')
+    part = mech.spec
+    params = part.parse(data.get(part.section) if part.section else None, SpecContext(err, engine))
+    engine = engine or part.engine(params)
 
     models = inc.get("models")
     if isinstance(models, str):
@@ -164,9 +172,6 @@ def parse_spec(data: dict[str, Any], path: Path | None = None) -> IncidentSpec:
     end = _utc(inc, "window_end", "incident.", err, required=True)
     if end < start:
         raise err("incident.window_end", f"window_end ({end.isoformat()}) is before window_start ({start.isoformat()})")
-    if mechanism != PREFIX_CACHE and "prefix_cache" in data:
-        raise err("prefix_cache", f'[prefix_cache] belongs to mechanism = "{PREFIX_CACHE}" (this spec\'s is {mechanism!r})')
-    prefix_cache = parse_prefix_cache(data.get("prefix_cache"), err) if mechanism == PREFIX_CACHE else None
 
     accounts = tuple(_account(a, i, err) for i, a in enumerate(_array(data, "accounts", err)))
     seen: set[str] = set()
@@ -194,9 +199,8 @@ def parse_spec(data: dict[str, Any], path: Path | None = None) -> IncidentSpec:
         models=tuple(m.strip() for m in models),
         window_start=start,
         window_end=end,
-        trigger=trigger,
-        mechanism=mechanism,
-        prefix_cache=prefix_cache,
+        mechanism=mech.name,
+        params=params,
         declared_engine=engine,
         accounts=accounts,
         events=tuple(sorted(events, key=lambda e: e.ts)),
@@ -213,35 +217,6 @@ _MOVED_TO_DEFECT = {"engine": "package", "engine_vendor": "vendor", "engine_repo
                     "introduced_version": "introduced_version", "fixed_version": "fixed_version",
                     "fixed_release_date": "fixed_release_date", "upstream_issue": "references", "cwe": "cwe",
                     "workaround": "workaround"}
-
-
-def _engine(inc: dict, trig, err) -> str | None:
-    """incident.engine, or [trigger] engine (where earlier specs declared it); both must agree."""
-    declared = {k: t.get("engine") for k, t in (("incident.", inc), ("trigger.", trig if isinstance(trig, dict) else {}))
-                if t.get("engine") is not None}
-    for key, v in declared.items():
-        if v not in ENGINE_NAMES:
-            raise err(key + "engine", f"expected one of {', '.join(ENGINE_NAMES)}, got {v!r}")
-    if len(set(declared.values())) > 1:
-        raise err("incident.engine", f"incident.engine and [trigger] engine disagree ({' vs '.join(declared.values())})")
-    return next(iter(declared.values()), None)
-
-
-def _trigger(data: dict, mechanism: str, engine: str | None, err) -> Trigger | None:
-    """[trigger]: required by the oversized-prompt mechanism, meaningless to the prefix-cache one."""
-    if mechanism != OVERSIZED_PROMPT:
-        if "trigger" in data:
-            raise err("trigger", f"[trigger] (pool and context) belongs to mechanism = \"{OVERSIZED_PROMPT}\"; "
-                                 "a prefix-cache incident declares its engine as incident.engine")
-        return None
-    trig = _table(data, "trigger", err)
-    _no_unknown(trig, _TRIGGER_KEYS, "trigger.", err)
-    pool = _positive_int(trig, "pool_tokens", "trigger.", err)
-    context = _positive_int(trig, "context_tokens", "trigger.", err)
-    rule = trig.get("rule", "public")
-    if rule not in RULES:
-        raise err("trigger.rule", f'expected "public" (prompt_tokens > pool) or "engine" (the engine\'s own limit), got {rule!r}')
-    return Trigger(pool, context, rule, engine or "unknown")
 
 
 def _no_unknown(table: dict, allowed: set[str], prefix: str, err) -> None:
@@ -270,13 +245,6 @@ def _str(t: dict, key: str, prefix: str, err, required: bool = False) -> str:
         return ""
     if not isinstance(v, str) or not v.strip():
         raise err(prefix + key, "expected a non-empty string")
-    return v
-
-
-def _positive_int(t: dict, key: str, prefix: str, err) -> int:
-    v = t.get(key)
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise err(prefix + key, f"expected a positive integer number of tokens, got {v!r}")
     return v
 
 
@@ -356,5 +324,3 @@ def _source(s: dict, i: int, err) -> SourceSpec:
                       served_model=s.get("served_model"), node=s.get("node"), role=role, year=year,
                       columns=dict(cols))
 
-
-from kvir.spec.template import TEMPLATE  # noqa: E402  (kvir init's commented spec; re-exported)

@@ -1,9 +1,10 @@
 """The commented incident.toml `kvir init` writes, one per exposure mechanism (`kvir init --mechanism`): examples
 only, no incident's facts (tests/test_spec.py checks each parses and that every [disclosure] and [defect] key is
-shown). The parts every mechanism shares are written once; TEMPLATE stays the default (oversized-prompt) one."""
+shown). The parts every mechanism shares are written here once; each mechanism's spec part gives its section,
+its example title and any [[sources]] example (kvir.spec.mechanism.SpecPart)."""
 from __future__ import annotations
 
-from kvir.spec.mechanism import MECHANISMS, OVERSIZED_PROMPT, PREFIX_CACHE
+from kvir.spec.mechanism import mechanism
 
 
 _HEAD = '''\
@@ -21,38 +22,6 @@ models = ["example-org/example-model"]     # every name the model goes by (reque
 window_start = 2026-01-01T00:00:00Z        # inclusive
 window_end = 2026-01-02T00:00:00Z          # inclusive
 # awareness_time = 2026-01-02T09:00:00Z    # starts the GDPR Art. 33 72-hour clock
-
-'''
-
-_TRIGGER = '''\
-[trigger]
-pool_tokens = 100000        # the KV pool in effect (SGLang: max_total_num_tokens; vLLM: KV cache size)
-context_tokens = 131072     # the served context length (SGLang context_len; vLLM max_model_len)
-rule = "public"             # "public": prompt_tokens > pool_tokens
-                            # "engine": prompt_tokens >= the engine's own limit (needs the engine)
-# engine = "vllm"           # sglang, vllm or unknown; unset: taken from the logs (kvir.rules.engines)
-
-'''
-
-_PREFIX_CACHE = '''\
-mechanism = "prefix-cache"                 # a prefix cache served one tenant's cached blocks to another
-# engine = "vllm"                          # sglang, vllm or unknown; unset: taken from the logs
-
-[prefix_cache]                             # what you know of the shared cache; leave out what you do not
-instances = ["vllm-0"]                     # the instances (node names in your logs) with prefix caching on;
-                                           # unset: every instance the logs name
-isolation = "salt"                         # what was meant to keep tenants apart: "salt" (the caller's
-                                           # cache_salt), "gateway-salt" (a gateway set it per tenant),
-                                           # "none", or "unknown"
-salt_field = "cache_salt"                  # the request field that carries the salt
-# lifetime_s = 3600                        # the longest a cached block can live, if you can bound it: a
-                                           # tenant's own request older than this cannot explain a hit;
-                                           # unset: unbounded (any earlier request could)
-# block_tokens = 16                        # the cache's block size in tokens (hits are whole blocks)
-
-# Triage needs each response's cached prompt tokens (usage.prompt_tokens_details.cached_tokens of the
-# bodies, vLLM with --enable-prompt-tokens-details; SGLang's cached_tokens; a gateway's cached-token field)
-# and its tenant (account). Requests whose logs carry no count are counted "cannot decide", never clean.
 
 '''
 
@@ -81,7 +50,7 @@ _REST = '''\
 # ecosystem = "PyPI"
 # vendor = "Example Engine maintainers"
 # repo = "https://example.invalid/example-engine"   # the engine's source repository
-# title = "A prompt that does not fit the KV pool is served from another request's KV cache"
+# title = "@@title@@"
 # description = "..."                              # what the engine does wrong, in your words or upstream's
 # introduced_version = "0"                         # 0 = every version before the fix
 # fixed_version = "1.2.3"
@@ -152,30 +121,11 @@ _REST = '''\
 # http_status = "status"
 '''
 
-_REST_PREFIX_CACHE_SOURCES = '''\
-#
-# [[sources]]                       # response bodies saved by a client or gateway, with the tenant beside them
-# path = "responses.jsonl"
-# format = "generic-jsonl"
-# node = "vllm-0"                   # the instance that served them, when the file does not say
-# [sources.columns]
-# request_id = "body.id"
-# ts = "body.created"
-# account_id = "tenant"
-# model = "body.model"
-# prompt_tokens = "body.usage.prompt_tokens"
-# cached_tokens = "body.usage.prompt_tokens_details.cached_tokens"
-'''
-
-TEMPLATE = _HEAD + _TRIGGER + _REST      # the default: the oversized-prompt mechanism
+_TITLE = "@@title@@"      # where the mechanism's example title goes in _REST
 
 
-def template(mechanism: str = OVERSIZED_PROMPT) -> str:
-    """The commented spec for one mechanism (kvir.spec.mechanism.MECHANISMS)."""
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism: expected one of {', '.join(MECHANISMS)}, got {mechanism!r}")
-    if mechanism == PREFIX_CACHE:
-        rest = _REST.replace('# title = "A prompt that does not fit the KV pool is served from another request\'s KV cache"',
-                             '# title = "The cache salt does not reach the prefix cache\'s block keys"')
-        return _HEAD + _PREFIX_CACHE + rest + _REST_PREFIX_CACHE_SOURCES
-    return TEMPLATE
+def template(name: str | None = None) -> str:
+    """The commented spec for the mechanism `name` (None: the default mechanism)."""
+    part = mechanism(name).spec
+    return _HEAD + part.template + _REST.replace(_TITLE, part.title_example) + part.sources_example
+

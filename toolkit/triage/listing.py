@@ -22,7 +22,8 @@ def list_models(paths: list, incident=None, **options: Any) -> list[dict[str, An
         id="list-models", title="model names in the logs", models=("\u0000 none \u0000",),
         window_start=base.window_start if base else dt.datetime(1990, 1, 1, tzinfo=utc),
         window_end=base.window_end if base else dt.datetime(2100, 1, 1, tzinfo=utc),
-        trigger=base.trigger if base and base.trigger else Trigger(1, 1),   # prefix-cache specs: no pool
+        mechanism=base.mechanism if base else "oversized-prompt",   # transitional (issue 30): the default's name
+        params=base.params if base else Trigger(1, 1),
         sources=base.sources if base else (), path=base.path if base else None)
     with tempfile.TemporaryDirectory(prefix="kvir-models-") as tmp:
         r = triage(spec, list(paths), out=Path(tmp) / "case", options=TriageOptions.of(**options))

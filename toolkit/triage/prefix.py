@@ -37,7 +37,7 @@ class PrefixCacheRule:
 
     @classmethod
     def of(cls, spec: IncidentSpec) -> "PrefixCacheRule":
-        pc = spec.prefix_cache
+        pc = spec.params
         return cls(pc.lifetime_s if pc else None, pc.instances if pc else ())
 
     def describe(self) -> str:

@@ -170,7 +170,7 @@ def _triage(incident: str | Path | IncidentSpec, paths: list[str | Path], out: P
             summary["prefix_cache"] = prefix_summary(case)
         else:
             summary["threshold"] = ("pool in effect per node and time (node_configs from start-up logs)"
-                                    if pool_in_effect else f"one global pool: {spec.trigger.pool_tokens:,} tokens")
+                                    if pool_in_effect else f"one global pool: {spec.params.pool_tokens:,} tokens")
         if pool_in_effect:   # how many flagged requests each threshold judged (a fallback is said, not hidden)
             summary["threshold_sources"] = dict(case.con.execute(
                 "SELECT threshold_source, count(*) FROM triage_hits GROUP BY 1 ORDER BY 1").fetchall())
@@ -211,7 +211,7 @@ def _bind_engine(case: Case, spec: IncidentSpec, params: dict[str, Any]) -> tupl
         params.update(rule.query_params(), rule_text=rule.describe(), other_rule_text=None,
                       condition_text=rule.condition())
         return choice, rule
-    trigger = spec.trigger.with_engine(choice.name)
+    trigger = spec.params.with_engine(choice.name)
     if not trigger.available():
         raise InputError(f"[trigger] rule = \"engine\" needs the serving engine, and {choice.source}: set "
                          f"[trigger] engine in {spec.path or 'incident.toml'}, or use rule = \"public\"")

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvir.report.story import Story
-from kvir.spec.mechanism import PREFIX_CACHE, PrefixCacheSpec
+from kvir.mechanisms.prefix_cache.spec import PrefixCacheParams as PrefixCacheSpec
+from kvir.spec.mechanism import PREFIX_CACHE
 from kvir.triage.prefix import PrefixCacheRule
 
 ISOLATION = {
