@@ -32,14 +32,26 @@ One role per module:
 """
 from __future__ import annotations
 
-from kvir.replay.config import EngineConfig, ModelDims, NodeLimits
-from kvir.replay.engine import PDEngine
-from kvir.replay.models import RecallModel, TinyTransformer, TransformerConfig
-from kvir.replay.page_table import PageTable
-from kvir.replay.policy import KVIR_PROPOSAL, POLICIES, FreedPageFill, Policy, policy_for
-from kvir.replay.prefix_cache import CacheRequest, PrefixCache, PrefixHit, replay_prefix_cache
-from kvir.replay.request import Outcome, ReplayRequest
-from kvir.replay.run import ReplayRun, replay_case
+import importlib
+from typing import Any
+
+# name -> the module that defines it; imported on first use (PEP 562), so that importing kvir.replay.plugin
+# (the replay stage's hookspec, which the mechanism registry reads at every command) costs no torch import.
+_WHERE = {
+    "EngineConfig": "config", "ModelDims": "config", "NodeLimits": "config", "PDEngine": "engine",
+    "RecallModel": "models", "TinyTransformer": "models", "TransformerConfig": "models", "PageTable": "page_table",
+    "KVIR_PROPOSAL": "policy", "POLICIES": "policy", "FreedPageFill": "policy", "Policy": "policy",
+    "policy_for": "policy", "CacheRequest": "prefix_cache", "PrefixCache": "prefix_cache",
+    "PrefixHit": "prefix_cache", "replay_prefix_cache": "prefix_cache", "Outcome": "request",
+    "ReplayRequest": "request", "ReplayRun": "run", "replay_case": "run",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'kvir.replay' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"kvir.replay.{_WHERE[name]}"), name)
+
 
 __all__ = ["EngineConfig", "ModelDims", "NodeLimits", "PDEngine", "RecallModel", "TinyTransformer",
            "TransformerConfig", "PageTable", "FreedPageFill", "KVIR_PROPOSAL", "POLICIES", "Policy", "policy_for",
