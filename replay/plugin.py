@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class ReplayOptions:
     """What `kvir replay` was asked, checked by the stage. Each part uses the options its replay has (a part
-    without a paged-KV engine has no device, scale or builds) and says what it ran in its summary."""
+    without a paged-KV pair has no device, scale or builds) and says what it ran in its summary."""
 
     limit: int | None                   # at most this many affected responses (oldest first); None: all
     scale: float                        # every length times this, in (0, 1]
