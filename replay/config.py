@@ -78,7 +78,7 @@ class NodeLimits:
 
 
 @dataclass(frozen=True)
-class EngineConfig:
+class PairConfig:
     """A prefill node and a decode node joined by a KV transfer."""
 
     prefill: NodeLimits

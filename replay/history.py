@@ -11,8 +11,8 @@ the affected request over whatever the model placed in its pages.
     restart            a node (re)start in node_configs begins a fresh, empty pool
 
 Limits come from node_configs (the audit stage's start-up log parse: pool, context, page size per node
-start) when the case has it, else from the incident table (one prefill pool and context for every node;
-the decode pool and page size are then assumptions, stated in the results). Scaling shrinks every length
+start) when the case has it, else from the pool and context the incident declares (one prefill pool and
+context for every node; the decode pool and page size are then assumptions, stated in the results). Scaling shrinks every length
 by one factor and keeps every admission decision (scale_length).
 """
 from __future__ import annotations
@@ -65,11 +65,12 @@ class Segment:
 # ------------------------------------------------------------------------------------------- limits
 
 class LimitsSource:
-    """Node limits at a time, from node_configs rows or the incident table; remembers what it assumed."""
+    """Node limits at a time, from node_configs rows or the pool and context the incident declares (its
+    spec, in the case's incident table); remembers what it assumed."""
 
-    def __init__(self, node_configs: pd.DataFrame | None, incident: dict[str, str]):
+    def __init__(self, node_configs: pd.DataFrame | None, pool_tokens: int, context_tokens: int):
         self.configs = node_configs if node_configs is not None and len(node_configs) else None
-        self.incident = incident
+        self.pool_tokens, self.context_tokens = pool_tokens, context_tokens
         self.assumed: set[str] = set()
         self.used: set[str] = set()
 
@@ -77,18 +78,19 @@ class LimitsSource:
     def source(self) -> str:
         return "node_configs" if self.configs is not None else "incident"
 
-    def _rows(self, node: str | None) -> pd.DataFrame | None:
+    def rows(self, node: str | None) -> pd.DataFrame | None:
+        """The node's starts in node_configs, in time order (None: it has none)."""
         if self.configs is None or node is None:
             return None
         rows = self.configs[self.configs["node"] == node].sort_values("ts", kind="stable")
         return rows if len(rows) else None
 
     def starts(self, node: str) -> list[int]:
-        rows = self._rows(node)
+        rows = self.rows(node)
         return [] if rows is None else [int(pd.Timestamp(t).value) for t in rows["ts"]]
 
     def at(self, node: str | None, role: str, ts: int) -> NodeLimits:
-        rows = self._rows(node)
+        rows = self.rows(node)
         if rows is not None:
             times = np.array([pd.Timestamp(t).value for t in rows["ts"]], dtype=np.int64)
             i = int(np.searchsorted(times, ts, side="right")) - 1
@@ -106,8 +108,7 @@ class LimitsSource:
                 self.used.add(f"{node} ({role}) from {where}")
                 return NodeLimits(pool - pool % page or page, ctx, page, source=where)
             self.assumed.add(f"{node}: node_configs lacks pool or context; the incident table's values were used")
-        pool = int(self.incident["pool_tokens"])
-        ctx = int(self.incident["context_tokens"])
+        pool, ctx = self.pool_tokens, self.context_tokens
         if role == "decode":
             # the incident table names one pool (the prefill side's); a decode pool must at least hold
             # the longest prompt the tokenizer lets through, so two contexts is assumed
@@ -117,24 +118,6 @@ class LimitsSource:
             return NodeLimits(dpool - dpool % DEFAULT_PAGE, ctx, DEFAULT_PAGE, source="assumed: 2 x incident context")
         self.assumed.add(f"every prefill node has the incident's pool {pool:,} and context {ctx:,} (incident table)")
         return NodeLimits(pool - pool % DEFAULT_PAGE or DEFAULT_PAGE, ctx, DEFAULT_PAGE, source="incident table")
-
-
-    def build_at(self, node: str | None, ts: int) -> tuple[str | None, str]:
-        """(policy name, where it came from) for the build a prefill node ran at ts, from node_configs' build
-        (kvir.rules.builds via the audit); (None, why) when the logs do not decide it."""
-        from kvir.replay.policy import policy_for
-
-        rows = self._rows(node)
-        if rows is None or "build" not in rows.columns:
-            return None, f"no start-up evidence for prefill node {node}"
-        times = np.array([pd.Timestamp(t).value if not pd.isna(t) else np.iinfo(np.int64).min for t in rows["ts"]],
-                         dtype=np.int64)
-        r = rows.iloc[max(0, int(np.searchsorted(times, ts, side="right")) - 1)]
-        build, lo, moved = r.get("build"), r.get("build_lo"), r.get("stub_transferred")
-        if build is None or pd.isna(build) or build == "unknown" or moved is None or pd.isna(moved):
-            return None, f"prefill node {node}: build {build if isinstance(build, str) else 'unknown'} does not decide it"
-        return policy_for(str(lo if isinstance(lo, str) else build)).name, (
-            f"prefill node {node}: build {build} ({r.get('build_evidence')})")
 
 
 def _int(v) -> int | None:

@@ -21,7 +21,7 @@ The pure-torch implementation below is the CPU default. Per row it computes all 
 over the pool's K when the row covers much of the pool, else page-granular gathers in chunks), the
 softmax, then the weighted V sum in one pass over the row's V rows (embedding_bag with per-token weights
 for one query head per KV head; page-granular chunked gathers for GQA groups and bf16).
-The Triton implementation (triton_kernels.py) serves CUDA. reference.py is the float64 oracle.
+The Triton implementation (triton_kernels.py) serves CUDA. The float64 oracle is the tests' (tests/replay/reference.py).
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Host-side NumPy columns (no Python object per token or per page):
 
     per slot     writer (request uid, -1 never written), pos (the writer's logical token position),
-                 token (the token id whose KV the slot holds), step (engine step of the write),
+                 token (the token id whose KV the slot holds), step (the pair's step of the write),
                  stamp (the page epoch the write happened in; 0 for bytes another node's page carried in),
                  carried (the slot's bytes arrived with a transferred page but were written, on the
                  sending node, by `writer` - not by the request the page now belongs to)

@@ -11,7 +11,7 @@ req.to_finish). Then:
                     without a transfer: HTTP 400 (decode's pre-allocated pages are released unwritten)
     sglang-0.5.21   0.5.21-        rejected at the bootstrap door before any sender, handshake or forward: 400
 
-The builds' only other safety nets are their own flags, which the engine models separately: the KV canary
+The builds' only other safety nets are their own flags, which the pair models separately: the KV canary
 (--kv-canary, from 0.5.13) and the KV checksum (--disaggregation-enable-kv-checksum, from 0.5.21).
 
 kvir-proposal is NOT a build: kvir's own hardening ideas, measured on their own. Bootstrap admission compares
@@ -55,7 +55,7 @@ class Policy:
         """The over-long stub reaches decode (HTTP 200 over pages nobody wrote)."""
         return self.over_long == "forwarded-transferred"
 
-    # ---- what the engine asks the policy at each stage (replay/engine.py holds no build's branch)
+    # ---- what the pair asks the policy at each stage (replay/pd_pair.py holds no build's branch)
     def after_forward(self, aborted_at_intake: bool, reason: str) -> tuple[int, str, str] | None:
         """(status, stage, reason) when the build ends a forwarded request here (0.5.20 retires the stub
         after its forward, without a transfer); None: it goes on to the transfer."""

@@ -1,4 +1,4 @@
-"""What the engine is asked to run and what it reports back."""
+"""What a prefill/decode pair (pd_pair.py) is asked to run and what it reports back."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,7 +25,7 @@ class ReplayRequest:
     account: str | None = None
     decode_steps: int | None = None
     prompt: np.ndarray | None = None        # explicit prompt tokens (tests); default: synthetic from rid
-    prefill_limits: NodeLimits | None = None  # the limits of the prefill node that served it (default: the engine's)
+    prefill_limits: NodeLimits | None = None  # the limits of the prefill node that served it (default: the pair's)
 
     def __post_init__(self) -> None:
         if self.prompt_len < 0 or self.completion_len < 0:

@@ -1,10 +1,11 @@
 """One decode node's segment (between restarts) replayed: its logged requests in arrival order through one
-engine, every affected request among them replayed under its production build and the builds compared.
+prefill/decode pair, every affected request among them replayed under its production build and the builds
+compared.
 
-The production build of a request is the build its prefill node ran (node_configs.build, from the audit's
-kvir.rules.builds inference); when the logs do not decide it, the leaking builds' policy is assumed and
-the row says so. Every request of the segment runs under that production policy, so the pages later
-requests find are the ones production left.
+The production build of a request is the build its prefill node ran; which one that is, and what is assumed
+when the logs do not decide it, is the caller's (Settings.production: the mechanism's replay part reads it
+from the audit's node_configs). Every request of the segment runs under its production policy, so the pages
+later requests find are the ones production left.
 """
 from __future__ import annotations
 
@@ -16,14 +17,17 @@ import pandas as pd
 import torch
 
 from kvir.replay.attribution import TargetResult, can_admit, replay_target
-from kvir.replay.config import EngineConfig, NodeLimits
-from kvir.replay.engine import PDEngine
-from kvir.replay.history import LimitsSource, Segment, scale_length, scale_limits, thresholds
+from kvir.replay.config import NodeLimits, PairConfig
+from kvir.replay.history import LimitsSource, LoggedRequest, Segment, scale_length, scale_limits, thresholds
 from kvir.replay.models import RecallModel
-from kvir.replay.policy import POLICIES, Policy, policy_for
+from kvir.replay.pd_pair import PDPair
+from kvir.replay.policy import Policy
 from kvir.replay.request import ReplayRequest
 
 FREE_LIST = "sglang-pd"
+
+# (prefill node, ts in ns) -> (the policy of the build it ran, where that came from, whether it is assumed)
+ProductionBuild = Callable[[str | None, int], tuple[Policy, str, bool]]
 
 
 @dataclass
@@ -33,7 +37,7 @@ class Row:
     target: pd.Series
     reason: str = ""
     result: TargetResult | None = None
-    engine: PDEngine | None = None
+    pair: PDPair | None = None
     history: int = 0
     replayed_prompt: int | None = None
     limits_source: str = ""
@@ -52,41 +56,36 @@ class Settings:
     max_steps: int
     causal_top: int
     compared: list[Policy]               # the builds asked for besides each request's production build
-
-
-def production_policy(limits: LimitsSource, prefill_node: str | None, ts: int) -> tuple[Policy, str, bool]:
-    """(policy, where it came from, assumed) for the build a request's prefill node ran."""
-    name, why = limits.build_at(prefill_node, ts)
-    if name is None:
-        p = policy_for("leaking")
-        return p, f"{why}: assumed {p.name} (the incident's builds, {p.builds})", True
-    return POLICIES[name], why, False
+    production: ProductionBuild          # the build a request's prefill node ran
+    assumed: Policy                      # the build of a response whose production build was never determined
+    first_fixed: str                     # the policy of the first fixed build (replay_results.first_fixed)
 
 
 def replay_segment(seg: Segment, rows: dict[str, Row], limits: LimitsSource, model: RecallModel, cfg: Settings,
                    skipped: dict[str, int], advance: Callable[[], None]) -> None:
-    f = cfg.scale
+    reqs, policies, pre_max = _plan(seg, rows, limits, cfg)
+    pair = _pair_for(seg, reqs, pre_max, cfg, model)
+    _SegmentRun(seg, rows, reqs, policies, pair, cfg, skipped, advance).run()
+
+
+def _plan(seg: Segment, rows: dict[str, Row], limits: LimitsSource,
+          cfg: Settings) -> tuple[dict[str, ReplayRequest], dict[str, Policy], NodeLimits]:
+    """Each logged request as the pair runs it (lengths scaled, limits of its prefill node) and its production
+    policy, and the largest prefill pool among them; the affected ones' rows say what was replayed and under
+    which build."""
     dec_o = seg.limits
-    dec = scale_limits(dec_o, f)
+    dec = scale_limits(dec_o, cfg.scale)
     reqs: dict[str, ReplayRequest] = {}
     policies: dict[str, Policy] = {}
-    pre_max = None
+    pre_max: NodeLimits | None = None
     for lr in seg.requests:
         pre_o = limits.at(lr.prefill_node, "prefill", lr.ts)
-        pre = scale_limits(NodeLimits(pre_o.pool_tokens, pre_o.context_len, dec_o.page_size, source=pre_o.source), f)
-        L = scale_length(lr.prompt_tokens, thresholds(pre_o, dec_o), thresholds(pre, dec), f)
-        if lr.completion_tokens < 0:      # a target without a logged response length: the usual steps
-            c = cfg.max_steps + 1
-            if lr.request_id in rows:
-                rows[lr.request_id].notes.append(f"its response length is not in the logs: {cfg.max_steps} decode "
-                                                  f"steps were replayed")
-        else:
-            c = lr.completion_tokens if f == 1.0 or lr.completion_tokens == 0 else max(1, int(round(lr.completion_tokens * f)))
-        if lr.is_target and lr.completion_tokens >= 0:   # scaling shrinks the KV footprint, not the steps
-            c = max(c, min(lr.completion_tokens, cfg.max_steps + 1))
-        reqs[lr.request_id] = ReplayRequest(lr.request_id, L, c, lr.account_id,
+        pre = scale_limits(NodeLimits(pre_o.pool_tokens, pre_o.context_len, dec_o.page_size, source=pre_o.source),
+                           cfg.scale)
+        L = scale_length(lr.prompt_tokens, thresholds(pre_o, dec_o), thresholds(pre, dec), cfg.scale)
+        reqs[lr.request_id] = ReplayRequest(lr.request_id, L, _completion(lr, rows, cfg), lr.account_id,
                                             decode_steps=cfg.max_steps if lr.is_target else 0, prefill_limits=pre)
-        prod, why, assumed = production_policy(limits, lr.prefill_node, lr.ts)
+        prod, why, assumed = cfg.production(lr.prefill_node, lr.ts)
         policies[lr.request_id] = prod
         if pre_max is None or pre.pool_tokens > pre_max.pool_tokens:
             pre_max = pre
@@ -97,58 +96,90 @@ def replay_segment(seg: Segment, rows: dict[str, Row], limits: LimitsSource, mod
             row.production, row.build_source, row.build_assumed = prod, why, assumed
             if assumed:
                 row.notes.append(why)
-    assert pre_max is not None
+    assert pre_max is not None                # a segment holds at least one request
+    return reqs, policies, pre_max
+
+
+def _completion(lr: LoggedRequest, rows: dict[str, Row], cfg: Settings) -> int:
+    """The response length replayed: scaled, but a target decodes at least its kernel steps."""
+    if lr.completion_tokens < 0:      # a target without a logged response length: the usual steps
+        if lr.request_id in rows:
+            rows[lr.request_id].notes.append(f"its response length is not in the logs: {cfg.max_steps} decode "
+                                              f"steps were replayed")
+        return cfg.max_steps + 1
+    c = lr.completion_tokens
+    if cfg.scale != 1.0 and c != 0:
+        c = max(1, int(round(c * cfg.scale)))
+    if lr.is_target:                  # scaling shrinks the KV footprint, not the steps
+        c = max(c, min(lr.completion_tokens, cfg.max_steps + 1))
+    return c
+
+
+def _pair_for(seg: Segment, reqs: dict[str, ReplayRequest], pre_max: NodeLimits, cfg: Settings,
+              model: RecallModel) -> PDPair:
+    dec = scale_limits(seg.limits, cfg.scale)
     # the prefill pool only ever holds one request (it is freed after each transfer): context-sized storage
     ctx_pages = -(-max(r.prefill_limits.context_len for r in reqs.values()) // dec.page_size)
     storage = NodeLimits(max(dec.page_size, min(pre_max.pool_tokens, ctx_pages * dec.page_size)), pre_max.context_len,
                          dec.page_size)
-    engine = PDEngine(EngineConfig(prefill=storage, decode=dec, free_list=FREE_LIST), model, device=cfg.device,
-                      checksum="log" if cfg.checksum else "off", canary="log" if cfg.canary else "off")
-    pending: deque[str] = deque()
-    target_ids = {lr.request_id for lr in seg.requests if lr.is_target}
-    served_before = 0
-    notes = [f"{n} of this node's logged requests left out: {k}" for k, n in sorted(skipped.items())]
+    return PDPair(PairConfig(prefill=storage, decode=dec, free_list=FREE_LIST), model, device=cfg.device,
+                  checksum="log" if cfg.checksum else "off", canary="log" if cfg.canary else "off")
 
-    def admit(rid: str) -> bool:
-        nonlocal served_before
-        req = reqs[rid]
-        if not can_admit(engine, req):
+
+class _SegmentRun:
+    """The segment's arrivals and releases in time order: a request waits (in arrival order) until the pair
+    has room for it; each affected one is replayed under every build when it is admitted."""
+
+    def __init__(self, seg: Segment, rows: dict[str, Row], reqs: dict[str, ReplayRequest],
+                 policies: dict[str, Policy], pair: PDPair, cfg: Settings, skipped: dict[str, int],
+                 advance: Callable[[], None]):
+        self.seg, self.rows, self.reqs, self.policies, self.pair, self.cfg = seg, rows, reqs, policies, pair, cfg
+        self.advance = advance
+        self.targets = {lr.request_id for lr in seg.requests if lr.is_target}
+        self.served_before = 0
+        self.notes = [f"{n} of this node's logged requests left out: {k}" for k, n in sorted(skipped.items())]
+
+    def run(self) -> None:
+        pending: deque[str] = deque()
+        for _, kind, rid in self.seg.events():
+            if kind in (0, 2):
+                if rid in pending:                         # its logged end came before the model had room for it
+                    pending.remove(rid)
+                    row = self.rows.get(rid)
+                    if rid in self.targets and row is not None and row.result is None:
+                        row.reason = f"the modelled decode node {self.seg.node} had no room for it before its logged end"
+                    continue
+                self.pair.finish(rid)
+                while pending and self.admit(pending[0]):
+                    pending.popleft()
+            elif pending or not self.admit(rid):
+                pending.append(rid)
+        for rid in pending:
+            row = self.rows.get(rid)
+            if row is not None and row.result is None and not row.reason:
+                row.reason = f"the modelled decode node {self.seg.node} never had room for it"
+
+    def admit(self, rid: str) -> bool:
+        req = self.reqs[rid]
+        if not can_admit(self.pair, req):
             return False
-        row = rows.get(rid)
-        if row is not None and rid in target_ids:
-            row.history = served_before
-            row.notes = notes + row.notes
-            row.engine = engine
-            if served_before == 0:
-                row.reason = (f"no earlier request on decode node {seg.node} in the logs: what its pages held "
+        row = self.rows.get(rid)
+        if row is not None and rid in self.targets:
+            row.history = self.served_before
+            row.notes = self.notes + row.notes
+            row.pair = self.pair
+            if self.served_before == 0:
+                row.reason = (f"no earlier request on decode node {self.seg.node} in the logs: what its pages held "
                               f"is unknown")
-                engine.start(req, policies[rid])       # it still occupies pages for later targets
+                self.pair.start(req, self.policies[rid])       # it still occupies pages for later targets
             else:
-                row.result = replay_target(engine, req, policies[rid], cfg.compared, causal_top=cfg.causal_top)
-            advance()
-        else:
-            out = engine.start(req, policies[rid])
-            if out.http_status is None:
-                return False
-        served_before += 1
+                row.result = replay_target(self.pair, req, self.policies[rid], self.cfg.compared,
+                                           causal_top=self.cfg.causal_top)
+            self.advance()
+        elif self.pair.start(req, self.policies[rid]).http_status is None:
+            return False
+        self.served_before += 1
         return True
 
-    for _, kind, rid in seg.events():
-        if kind in (0, 2):
-            if rid in pending:                         # its logged end came before the model had room for it
-                pending.remove(rid)
-                if rid in target_ids and rid in rows and rows[rid].result is None:
-                    rows[rid].reason = f"the modelled decode node {seg.node} had no room for it before its logged end"
-                continue
-            engine.finish(rid)
-            while pending and admit(pending[0]):
-                pending.popleft()
-        elif pending or not admit(rid):
-            pending.append(rid)
-    for rid in pending:
-        row = rows.get(rid)
-        if row is not None and row.result is None and not row.reason:
-            row.reason = f"the modelled decode node {seg.node} never had room for it"
 
-
-__all__ = ["Row", "Settings", "production_policy", "replay_segment", "FREE_LIST"]
+__all__ = ["Row", "Settings", "ProductionBuild", "replay_segment", "FREE_LIST"]

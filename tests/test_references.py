@@ -39,8 +39,11 @@ def _exists(ref: str) -> bool:
     if ref.startswith(OUTPUTS) or _placeholder(ref):
         return True
     p = ROOT / ref
-    # a query is named without .sql (case.run("case/requests_merged")), a module path without .py
-    return p.exists() or (not p.suffix and any((ROOT / (ref + ext)).exists() for ext in (".py", ".sql")))
+    # a query is named without .sql (case.run("case/requests_merged")), a module path without .py; a query
+    # name is relative to queries/, shared or a mechanism's (case.run("replay/summary"), mechanism=...)
+    return p.exists() or (not p.suffix and (any((ROOT / (ref + ext)).exists() for ext in (".py", ".sql"))
+                                            or (ROOT / "queries" / (ref + ".sql")).exists()
+                                            or any((ROOT / "queries").glob(f"mechanisms/*/{ref}.sql"))))
 
 
 def test_every_named_repository_path_exists():

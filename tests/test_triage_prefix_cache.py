@@ -101,7 +101,7 @@ def test_prefix_cache_affected_table_contract(tmp_path):
 
 
 def test_replay_of_a_case_with_lengths_only_is_inconclusive_never_a_guess(tmp_path):
-    from kvir.replay.prefix_run import NO_TOKENS
+    from kvir.mechanisms.prefix_cache.replay_run import NO_TOKENS
     from kvir.replay.run import replay_case
 
     r = _case(tmp_path, "\n[prefix_cache]\nblock_tokens = 16\n")
@@ -161,7 +161,7 @@ def test_replay_reads_token_ids_from_vllms_own_debug_log(tmp_path):
     case never holds them (tests/fixtures/vllm/0.32.0/multi-prompt.log, a real server at DEBUG)."""
     from pathlib import Path
 
-    from kvir.replay.prefix_run import _evidence
+    from kvir.mechanisms.prefix_cache.replay_run import _evidence
 
     log = Path(__file__).parent / "fixtures" / "vllm" / "0.32.0" / "multi-prompt.log"
     write(tmp_path / "incident.toml", '''[incident]

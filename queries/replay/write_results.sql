@@ -2,10 +2,10 @@
 -- Params: none
 -- Inputs: __rows__ (the replay's rows, built in Python)
 --
--- build: the policy the row ran (sglang-0.5.19 | sglang-0.5.20 | sglang-0.5.21 | kvir-proposal; kvir.replay.policy),
--- builds: the SGLang builds it reproduces, build_role: incident (the build the response's prefill node ran:
--- its production path) | compared | proposal, first_fixed: the first build that never transfers the stub.
--- build_basis (incident rows): ran = the start-up evidence names the build (build_source says where);
+-- build: what the row ran (a build's policy, e.g. sglang-0.5.19 or kvir-proposal: kvir.replay.policy; or the
+-- mechanism's own, e.g. a cache keying), builds: what it reproduces, build_role: incident (the response's
+-- production path) | compared | proposal, first_fixed: the row ran the first fixed build.
+-- build_basis (incident rows): ran = the evidence decides the production path (build_source says how);
 -- assumed = it does not, and build_source says why (a row that was not replayed at all is assumed too).
 CREATE OR REPLACE TABLE replay_results AS
 SELECT
@@ -48,6 +48,6 @@ SELECT
     CAST(r.canary AS VARCHAR) AS canary,
     CAST(r.model AS VARCHAR) AS model,
     CAST(r.response_tokens AS BIGINT[]) AS response_tokens,
-    CAST(r.cached_tokens AS BIGINT) AS cached_tokens      -- prefix-cache replays: the cached tokens it got (else NULL)
+    CAST(r.cached_tokens AS BIGINT) AS cached_tokens      -- a replay through a block cache: the tokens it got cached
 FROM __rows__ AS r
 ORDER BY r.request_id, CASE r.build_role WHEN 'incident' THEN 0 WHEN 'compared' THEN 1 ELSE 2 END, r.build

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from kvir.replay.config import EngineConfig, NodeLimits
-from kvir.replay.engine import PDEngine
+from kvir.replay.config import NodeLimits, PairConfig
+from kvir.replay.pd_pair import PDPair
 from kvir.replay.models import RecallModel, ReplayModel
 from kvir.replay.page_table import PageTable
 
@@ -29,9 +29,9 @@ def random_table(lens: list[int], page_size: int, pool_pages: int, gen: torch.Ge
 
 
 def small_engine(prefill_pool: int = 640, decode_pool: int = 1024, context: int = 4096, page: int = 16,
-                 model: ReplayModel | None = None, **kw) -> PDEngine:
-    cfg = EngineConfig(prefill=NodeLimits(prefill_pool, context, page), decode=NodeLimits(decode_pool, context, page))
-    return PDEngine(cfg, model or RecallModel(), **kw)
+                 model: ReplayModel | None = None, **kw) -> PDPair:
+    cfg = PairConfig(prefill=NodeLimits(prefill_pool, context, page), decode=NodeLimits(decode_pool, context, page))
+    return PDPair(cfg, model or RecallModel(), **kw)
 
 
 def expected_tokens(rid: str, start: int, n: int, vocab: int = 1 << 16) -> list[int]:

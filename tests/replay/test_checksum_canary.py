@@ -38,12 +38,12 @@ def test_injected_corruption_is_caught():
 
 
 def test_dropped_last_batch_is_caught_by_the_digest():
-    from kvir.replay.config import EngineConfig, NodeLimits
-    from kvir.replay.engine import PDEngine
+    from kvir.replay.config import NodeLimits, PairConfig
+    from kvir.replay.pd_pair import PDPair
     from kvir.replay.models import RecallModel
 
-    cfg = EngineConfig(prefill=NodeLimits(640, 4096, 16), decode=NodeLimits(1024, 4096, 16), transfer_batch_cap=4)
-    e = PDEngine(cfg, RecallModel(), checksum="enforce", fault=Fault("truncate"))
+    cfg = PairConfig(prefill=NodeLimits(640, 4096, 16), decode=NodeLimits(1024, 4096, 16), transfer_batch_cap=4)
+    e = PDPair(cfg, RecallModel(), checksum="enforce", fault=Fault("truncate"))
     out = e.run(ReplayRequest("t", 300, 3), DOOR)       # 19 pages in 5 batches; the 5th never lands
     assert out.http_status == 500 and "digest" in out.checksum
 

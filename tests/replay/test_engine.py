@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from kvir.replay.attribution import replay_target
-from kvir.replay.config import EngineConfig, NodeLimits
-from kvir.replay.engine import PDEngine
+from kvir.replay.config import NodeLimits, PairConfig
+from kvir.replay.pd_pair import PDPair
 from kvir.replay.models import RecallModel
 from dataclasses import replace
 
@@ -24,7 +24,7 @@ from kvir.replay.request import ReplayRequest
 from .helpers import small_engine
 
 
-def eng(**kw) -> PDEngine:
+def eng(**kw) -> PDPair:
     return small_engine(prefill_pool=640, decode_pool=8192, context=4096, page=16, **kw)
 
 
@@ -109,7 +109,7 @@ def test_auto_truncate():
     computes max_req_input_len tokens and every build serves them while decode pre-allocated the full prompt;
     kvir's proposal refuses the short token count."""
     lim = NodeLimits(640, 4096, 16, allow_auto_truncate=True)
-    e = PDEngine(EngineConfig(prefill=lim, decode=NodeLimits(8192, 4096, 16)), RecallModel())
+    e = PDPair(PairConfig(prefill=lim, decode=NodeLimits(8192, 4096, 16)), RecallModel())
     for i, p in enumerate((LEAK, RETIRE, DOOR)):
         u = e.run(ReplayRequest(f"t{i}", 700, 3), p)
         assert (u.http_status, u.prefill_tokens, u.transferred_pages) == (200, 634, 40)
@@ -120,7 +120,7 @@ def test_auto_truncate():
 def test_batched_transfer_lands_the_same_bytes():
     pools = []
     for cap in (None, 1, 3):
-        e = PDEngine(EngineConfig(prefill=NodeLimits(640, 4096, 16), decode=NodeLimits(1024, 4096, 16),
+        e = PDPair(PairConfig(prefill=NodeLimits(640, 4096, 16), decode=NodeLimits(1024, 4096, 16),
                                   transfer_batch_cap=cap), RecallModel())
         out = e.start(ReplayRequest("x", 333, 1))
         assert out.http_status == 200
@@ -129,7 +129,7 @@ def test_batched_transfer_lands_the_same_bytes():
         assert torch.equal(k, pools[0][0]) and torch.equal(v, pools[0][1]) and np.array_equal(w, pools[0][2])
 
 
-def _state(e: PDEngine):
+def _state(e: PDPair):
     out = []
     for n in (e.prefill_node, e.decode_node):
         out += [n.pool.k.clone(), n.pool.v.clone(), n.pool.slot_stamp.clone(), n.pool.page_epoch.clone(),

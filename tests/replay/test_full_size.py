@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kvir.replay.attribution import replay_target
-from kvir.replay.config import EngineConfig, NodeLimits
-from kvir.replay.engine import PDEngine
+from kvir.replay.config import NodeLimits, PairConfig
+from kvir.replay.pd_pair import PDPair
 from kvir.replay.models import RecallModel
 from kvir.replay.policy import policy_for
 from kvir.replay.request import ReplayRequest
@@ -17,8 +17,8 @@ from .helpers import expected_tokens
 
 @pytest.mark.slow   # ~15 s of CPU at the incident's real pool sizes: .ci/run's slow step
 def test_full_size_pools_placeholder_request_reads_the_previous_tenant():
-    cfg = EngineConfig(prefill=NodeLimits(681_280, 1_048_576, 64), decode=NodeLimits(2_097_152, 1_048_576, 64))
-    e = PDEngine(cfg, RecallModel())
+    cfg = PairConfig(prefill=NodeLimits(681_280, 1_048_576, 64), decode=NodeLimits(2_097_152, 1_048_576, 64))
+    e = PDPair(cfg, RecallModel())
     assert e.decode_node.pool.k.numel() * 4 * 2 == (2_097_152 + 64) * 128          # 128 B per token (config.py)
     # fill both pools' fresh pages first, so the next allocations merge and reuse released pages
     assert e.run(ReplayRequest("big-1", 681_000, 30, account="acct-1", decode_steps=0)).http_status == 200

@@ -16,10 +16,10 @@ pytest.importorskip("triton", reason="triton is not installed: pip install 'kvir
 from kvir.replay.attribution import replay_target  # noqa: E402
 from kvir.replay.kernels import OwnerCheck, paged_decode_attention  # noqa: E402
 from kvir.replay.policy import policy_for  # noqa: E402
-from kvir.replay.reference import dense_reference, dense_same_dtype, error_ratio_ok  # noqa: E402
 from kvir.replay.request import ReplayRequest  # noqa: E402
 
 from .helpers import random_table, small_engine  # noqa: E402
+from .reference import dense_reference, dense_same_dtype, error_ratio_ok  # noqa: E402
 from .test_attribution import A, C, V  # noqa: E402
 from .test_kernels import _owned_scenario  # noqa: E402
 
@@ -86,12 +86,12 @@ def test_replay_case_on_cuda_equals_cpu(tmp_path):
 
 
 def test_full_size_on_cuda():
-    from kvir.replay.config import EngineConfig, NodeLimits
-    from kvir.replay.engine import PDEngine
+    from kvir.replay.config import NodeLimits, PairConfig
+    from kvir.replay.pd_pair import PDPair
     from kvir.replay.models import RecallModel
 
-    cfg = EngineConfig(prefill=NodeLimits(681_280, 1_048_576, 64), decode=NodeLimits(2_097_152, 1_048_576, 64))
-    e = PDEngine(cfg, RecallModel(), device="cuda")
+    cfg = PairConfig(prefill=NodeLimits(681_280, 1_048_576, 64), decode=NodeLimits(2_097_152, 1_048_576, 64))
+    e = PDPair(cfg, RecallModel(), device="cuda")
     for i, n in enumerate((681_000, 681_000, 681_273)):      # see test_full_size.py: the stub reuses big-2's page
         e.run(ReplayRequest(f"big-{i}", n, 30, account=f"a{i}", decode_steps=0))
     res = replay_target(e, ReplayRequest("victim", 900_000, 9, account="v", decode_steps=8), policy_for("0.5.19"),

@@ -10,7 +10,7 @@ import pytest
 from kvir.replay.config import NodeLimits
 from kvir.replay.history import LimitsSource, build_segments, scale_length, scale_limits, thresholds
 
-INCIDENT = {"pool_tokens": "681280", "context_tokens": "1048576"}
+INCIDENT = {"pool_tokens": 681_280, "context_tokens": 1_048_576}   # the pool and context the spec declares
 
 
 def decisions(L: int, pre: NodeLimits, dec: NodeLimits) -> tuple[bool, ...]:
@@ -53,7 +53,7 @@ def _configs():
 
 
 def test_limits_in_effect_follow_node_restarts():
-    src = LimitsSource(_configs(), INCIDENT)
+    src = LimitsSource(_configs(), **INCIDENT)
     before = src.at("p0", "prefill", pd.Timestamp("2026-09-01T00:00:00Z").value)
     after = src.at("p0", "prefill", pd.Timestamp("2026-09-10T00:00:00Z").value)
     assert (before.pool_tokens, before.max_req_input_len) == (681_280, 681_274)
@@ -64,7 +64,7 @@ def test_limits_in_effect_follow_node_restarts():
 
 
 def test_limits_without_node_configs_are_assumptions_said_so():
-    src = LimitsSource(None, INCIDENT)
+    src = LimitsSource(None, **INCIDENT)
     d = src.at("d0", "decode", 0)
     assert (d.pool_tokens, d.context_len, d.page_size) == (2_097_152, 1_048_576, 64)
     assert src.source == "incident" and any("2 x context" in a for a in src.assumed)
@@ -88,7 +88,7 @@ def test_build_segments_orders_skips_and_splits_at_restarts():
         ("n", "acct-4", t("10:03:00"), None, 700, None, "p0", "served", 200),            # no end, no completion
         ("v", "acct-5", t("12:30:00"), t("12:31:00"), 700_000, 40, "p0", "served", 200),  # after the restart
     ])
-    segs, skipped = build_segments(hist, "d0", LimitsSource(cfg, INCIDENT), {"v"})
+    segs, skipped = build_segments(hist, "d0", LimitsSource(cfg, **INCIDENT), {"v"})
     assert [[r.request_id for r in s.requests] for s in segs] == [["a", "b", "n"], ["v"]]
     assert skipped == {"prompt length unknown": 1, "not served (no decode pages held)": 1,
                        "end time unknown (released at once)": 1, "completion length unknown (taken as 1)": 1}

@@ -8,9 +8,9 @@ import torch
 
 from kvir.replay.kernels import IsolationViolation, OwnerCheck, paged_decode_attention
 from kvir.replay.page_table import PageTable
-from kvir.replay.reference import dense_reference, dense_same_dtype, error_ratio_ok
 
 from .helpers import random_table
+from .reference import dense_reference, dense_same_dtype, error_ratio_ok
 
 D = 32
 

@@ -1,4 +1,4 @@
-"""kvir.replay.prefix_cache against what vLLM does: block keys, hits, provenance, eviction.
+"""kvir.replay.block_cache against what vLLM does: block keys, hits, provenance, eviction.
 
 Expected values come from outside the code under test: hand-worked block arithmetic (a hit is
 floor(min(shared prefix, n - 1) / B) * B tokens), the cached_tokens a real vLLM-CPU server reported for a
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kvir.replay.prefix_cache import CacheRequest, PrefixCache, block_keys, replay_prefix_cache
+from kvir.replay.block_cache import CacheRequest, PrefixCache, block_keys, run_through_cache
 
 from .prefix_corpus import BLOCK_SIZES, corpus
 
@@ -103,8 +103,8 @@ def _scenario(folder: Path) -> tuple[list[dict], dict]:
 def test_replay_gives_the_cached_tokens_a_real_vllm_reported(folder):
     rows, meta = _scenario(folder)
     assert meta["block_size"] == 128 and len(rows) == len(meta["responses"]) >= 13
-    hits = replay_prefix_cache([CacheRequest(r["x_request_id"], r["tenant"], r["prompt_token_ids"], r["cache_salt"])
-                                for r in rows], block_size=meta["block_size"], keying="salted")
+    hits = run_through_cache([CacheRequest(r["x_request_id"], r["tenant"], r["prompt_token_ids"], r["cache_salt"])
+                            for r in rows], block_size=meta["block_size"], keying="salted")
     assert [h.cached_tokens for h in hits] == [r["cached_tokens"] for r in rows]
     # whose blocks: the construction's answer (meta.json primed_by: the earliest primer first), worked out
     # without kvir. Request 13 (tenant-c) had sent its prompt before, but tenant-a wrote those blocks first:
@@ -119,8 +119,8 @@ def test_unsalted_replay_shows_what_the_salt_prevented(folder):
     """The same requests through a cache that drops the salt: tenant-b's salted prompts now read
     tenant-a's blocks, which the real server (salt in the key) never served them."""
     rows, meta = _scenario(folder)
-    hits = replay_prefix_cache([CacheRequest(r["x_request_id"], r["tenant"], r["prompt_token_ids"], r["cache_salt"])
-                                for r in rows], block_size=meta["block_size"], keying="unsalted")
+    hits = run_through_cache([CacheRequest(r["x_request_id"], r["tenant"], r["prompt_token_ids"], r["cache_salt"])
+                            for r in rows], block_size=meta["block_size"], keying="unsalted")
     by_seq = {r["seq"]: (r, h) for r, h in zip(rows, hits)}
     r3, h3 = by_seq[3]                          # tenant-b, own salt, after tenant-a's two requests of DOC_1
     assert r3["cached_tokens"] == 0 and h3.cached_tokens == 640 and h3.read_from == {"tenant-a": 640}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kvir.replay.prefix_cache import CacheRequest, block_keys, replay_prefix_cache
+from kvir.replay.block_cache import CacheRequest, block_keys, run_through_cache
 
 from ..probe.vllm_server import VLLM_PYTHON, vllm_available
 from .prefix_corpus import BLOCK_SIZES, corpus
@@ -68,8 +68,8 @@ def test_hits_agree_with_a_cache_built_on_vllms_hashes(live):
                 hit += b
             want.append(hit)
             seen.update(ks)
-        got = replay_prefix_cache([CacheRequest(str(i), "t", r["tokens"], r["cache_salt"]) for i, r in enumerate(reqs)],
-                                  block_size=b, keying=keying)
+        got = run_through_cache([CacheRequest(str(i), "t", r["tokens"], r["cache_salt"]) for i, r in enumerate(reqs)],
+                              block_size=b, keying=keying)
         assert [h.cached_tokens for h in got] == want, keying
         assert any(want) and not all(want)
 

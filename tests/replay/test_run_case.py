@@ -291,9 +291,9 @@ def test_case_without_node_configs_states_its_assumptions(tmp_path):
 def test_a_one_token_response_never_attended_the_stale_slots():
     """A response whose only token came from the prefill side never ran a decode step: not exposed."""
     from kvir.replay.attribution import replay_target
+    from kvir.replay.pd_rows import verdict
     from kvir.replay.policy import policy_for
     from kvir.replay.request import ReplayRequest
-    from kvir.replay.results import verdict
 
     from .helpers import small_engine
 

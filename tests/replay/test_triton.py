@@ -10,9 +10,9 @@ import torch
 triton = pytest.importorskip("triton", reason="triton is not installed: pip install 'kvir[triton]' to run these")
 
 from kvir.replay.kernels import IsolationViolation, OwnerCheck, paged_decode_attention  # noqa: E402
-from kvir.replay.reference import dense_reference, dense_same_dtype, error_ratio_ok  # noqa: E402
 
 from .helpers import random_table  # noqa: E402
+from .reference import dense_reference, dense_same_dtype, error_ratio_ok  # noqa: E402
 from .test_kernels import _owned_scenario  # noqa: E402
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"

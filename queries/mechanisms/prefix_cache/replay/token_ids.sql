@@ -1,4 +1,4 @@
--- prefix_tokens: the prompt's token ids and cache salt of the wanted evidence lines, where the line holds them:
+-- token_ids: the prompt's token ids and cache salt of the wanted evidence lines, where the line holds them:
 -- a JSON record's `prompt_token_ids` (a client's or gateway's capture; the field's name as vLLM's API gives
 -- it) or vLLM's request log (`prompt_token_ids: [...]`, printed up to 0.11.0 and at DEBUG since), and the
 -- salt under the spec's salt field of a JSON record. Lines without them give NULL: the replay says so.

@@ -1,4 +1,4 @@
--- prefix_history: the prefix-cache replay's request sequence: every request of the incident's model on the
+-- history: the replay's request sequence through the cache: every request of the incident's model on the
 -- instances of the affected responses, up to the last of them, in triage's order (time, then source file
 -- and line, then id: queries/triage/prefix_cache_hits.sql numbers them the same way).
 -- Params: $models, $until
