@@ -26,7 +26,6 @@ KNOWN_LONG: set[str] = set()
 TRANSITIONAL_IMPORTS: set[tuple[str, str]] = {
     ("kvir.report.model", "kvir.mechanisms.prefix_cache.spec"),
     ("kvir.report.mechanisms.prefix_cache", "kvir.mechanisms.prefix_cache.spec"),
-    ("kvir.audit.core", "kvir.mechanisms.prefix_cache.spec"),
 }
 MECHANISM_FOLDERS = ("toolkit/mechanisms/", "queries/mechanisms/", "templates/mechanisms/")
 NAMES_A_MECHANISM = re.compile(r"prefix.cache|oversized.prompt|freed.in.flight|PREFIX_CACHE|OVERSIZED_PROMPT",
@@ -171,11 +170,6 @@ def files_naming_a_mechanism() -> set[str]:
 # Files outside the mechanism folders that still name a mechanism (issue 30 counted 65): each stage's move
 # empties its own; the list only shrinks, and ends as the registry alone.
 KNOWN_NAMING: set[str] = {
-    "queries/audit/findings.sql",
-    "queries/audit/node_configs.sql",
-    "queries/audit/node_prefix_cache.sql",
-    "queries/audit/prefix_findings.sql",
-    "queries/audit/startup_lines.sql",
     "queries/replay/prefix_evidence.sql",
     "queries/replay/prefix_history.sql",
     "queries/replay/write_results.sql",
@@ -197,13 +191,7 @@ KNOWN_NAMING: set[str] = {
     "replay/run.py",
     "templates/notice_affected.md.j2",
     "templates/notice_prefix_source.md.j2",
-    "toolkit/audit/__init__.py",
-    "toolkit/audit/core.py",
-    "toolkit/audit/prefix_cache.py",
-    "toolkit/audit/rules.py",
     "toolkit/case/spec_tables.py",
-    "toolkit/cli/audit.py",
-    "toolkit/cli/present/audit.py",
     "toolkit/cli/present/replay.py",
     "toolkit/cli/present/triage.py",
     "toolkit/cli/probe.py",
@@ -227,8 +215,6 @@ KNOWN_NAMING: set[str] = {
     "toolkit/report/renderer.py",
     "toolkit/report/story.py",
     "toolkit/report/timeline.py",
-    "toolkit/rules/prefix_cache.py",
-    "toolkit/rules/prefix_cache.toml",
     "toolkit/serve/app.py",
     "toolkit/serve/engine.py",
     "toolkit/triage/listing.py",
