@@ -8,7 +8,7 @@ is assembled: `kvir --version` or `kvir triage` do not pay for what `kvir serve`
         @staticmethod
         def part_help() -> str: ...                    # replaces the PARTS paragraph of the command's help
         @staticmethod
-        def part_options() -> list[click.Option]: ...  # options added after the command's own
+        def part_options() -> list[inspect.Parameter]: ...   # keyword parameters, Annotated[T, typer.Option(...)]
 
 The command's function takes `ctx: typer.Context` and reads the added options' values from
 `part_values(ctx)` (Typer passes a function only the parameters of its own signature).
@@ -19,8 +19,10 @@ import inspect
 from typing import Any
 
 import click
+import typer
+import typer.main
 
-from kvir.cli.help import KvirCommand
+from kvir.cli.help import KvirCommand, metavar
 
 PARTS = "{parts}"                       # the paragraph of a command's help that part_help() replaces
 _META = "kvir.cli.parts"
@@ -32,14 +34,14 @@ class PartsCommand(KvirCommand):
         return ""
 
     @staticmethod
-    def part_options() -> list[click.Option]:
+    def part_options() -> list[inspect.Parameter]:
         return []
 
-    def _own(self) -> list[click.Option]:
+    def _own(self) -> list[click.Parameter]:
         if not hasattr(self, "_part_params"):
-            self._part_params = self.part_options()
+            self._part_params = typer_options(self.part_options())
             for p in self._part_params:
-                p.metavar = p.metavar or ("INTEGER" if p.type is click.INT else "TEXT")
+                p.metavar = p.metavar or metavar(p)
             self.params = [*self.params, *self._part_params]
         return self._part_params
 
@@ -62,3 +64,18 @@ class PartsCommand(KvirCommand):
 def part_values(ctx: click.Context) -> dict[str, Any]:
     """The values of the options the mechanisms added (by parameter name) in the running command."""
     return dict(ctx.meta.get(_META, {}))
+
+
+def typer_options(parameters: list[inspect.Parameter]) -> list[click.Parameter]:
+    """Typer's own options for keyword parameters written as a command's would be (Annotated[T, typer.Option]),
+    converted as Typer converts a command's signature."""
+    if not parameters:
+        return []
+
+    def command(**kw: Any) -> None:
+        pass
+
+    command.__signature__ = inspect.Signature(parameters)           # type: ignore[attr-defined]
+    app = typer.Typer(add_completion=False)
+    app.command()(command)
+    return list(typer.main.get_command(app).params)
