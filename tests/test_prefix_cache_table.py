@@ -1,7 +1,7 @@
-"""kvir.rules.prefix_cache: the prefix-cache / cache-salt table read from the engines' wheels.
+"""kvir.mechanisms.prefix_cache.releases: the prefix-cache / cache-salt table read from the engines' wheels.
 
 The expected answers below were worked out from the wheels' code by hand (the quotes in
-toolkit/rules/prefix_cache.toml); test_every_quote_is_in_the_wheel (-m slow) downloads the first and last
+toolkit/mechanisms/prefix_cache/releases.toml); test_every_quote_is_in_the_wheel (-m slow) downloads the first and last
 release of every row and checks each quote there, so a row that no longer says what the code does fails."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kvir.rules.prefix_cache import prefix_cache_facts, table, version_key
+from kvir.mechanisms.prefix_cache.releases import prefix_cache_facts, table, version_key
 
 
 @pytest.mark.parametrize("engine, version, flags, route, want", [

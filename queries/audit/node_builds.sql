@@ -1,6 +1,6 @@
 -- node_builds: each node start's build (exact or a range of published builds), its evidence and what that build does with an over-long prompt in PD mode, written into node_configs.
 -- Params: none
--- Inputs: __rows__ (one row per node start, from kvir.audit.builds over kvir.rules.builds: config_id, build,
+-- Inputs: __rows__ (one row per node start, from kvir.audit.start_builds over kvir.rules.builds: config_id, build,
 --         build_lo, build_hi, build_open, build_evidence, over_long_outcome, stub_transferred, build_note,
 --         deferred_release_default, batch_cap_default: the build's defaults of the two environment variables,
 --         missing_more: start-up lines the release prints that the start lacks, from kvir.rules.vllm)

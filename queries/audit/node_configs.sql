@@ -14,13 +14,16 @@
 --                 them) is below the context, a one-sided finding. vLLM: the concurrency figure when printed
 --                 (>= 1.00x), because for hybrid models (SWA/Mamba) the token count understates what one
 --                 request can use; a token count below the context without it decides nothing (NULL).
---   missing       what the start's evidence lacks (time, pool, context, version, role; kvir.audit.builds adds
+--   missing       what the start's evidence lacks (time, pool, context, version, role; kvir.audit.start_builds adds
 --                 the start-up lines a known vLLM release prints, from kvir.rules.vllm).
 --   max_req_input_len  SGLang's scheduler limit, kvir_max_req_input_len (NULL unless both are known).
 --   version       a version line in the start (or elsewhere in the file), else the inventory.
 --   deferred_release / transfer_batch_cap  an environment dump in the log, else the inventory's env;
 --                 otherwise NULL: unknown, never assumed.
--- Identical starts found in two files (a rotated copy) are kept once.
+--   pc_flag / pc_connector  prefix caching on or off as the start-up log sets it, and the cache connector
+--                 that adds a tier (NULL: not shown).
+-- Identical starts found in two files (a rotated copy) are kept once. Each registered mechanism's audit part
+-- then adds the columns it judges starts on (kvir.audit.plugin.AuditPart.start_columns).
 CREATE OR REPLACE TABLE node_configs AS
 WITH file_version AS (
     SELECT a.file_id, arg_min(a.version, a.line_no) AS version, min(a.line_no) AS line
@@ -305,12 +308,7 @@ SELECT
     k.env_source, k.sa_line AS server_args_line, k.sa_truncated AS server_args_truncated, k.sa_shape AS server_args_shape,
     k.dump_markers, len(k.sa_keys) AS dump_keys, list_sort(k.line_kinds) AS line_kinds, k.truncated_lines,
     k.pc_flag, k.pc_flag_line, k.pc_connector,
-    -- prefix caching and the cache salt (filled by kvir.audit.prefix_cache from kvir.rules.prefix_cache:
-    -- audit/node_prefix_cache.sql)
-    NULL::BOOLEAN AS prefix_caching, NULL::VARCHAR AS prefix_caching_source, NULL::VARCHAR AS cache_connector,
-    NULL::BOOLEAN AS salt_accepted, NULL::BOOLEAN AS salt_in_key, NULL::BOOLEAN AS salt_honoured,
-    NULL::VARCHAR AS salt_basis,
-    -- the build (filled by kvir.audit.builds from kvir.rules.builds: audit/node_builds.sql)
+    -- the build (filled by kvir.audit.start_builds from kvir.rules.builds: audit/node_builds.sql)
     NULL::VARCHAR AS build, NULL::VARCHAR AS build_lo, NULL::VARCHAR AS build_hi, NULL::BOOLEAN AS build_open,
     NULL::VARCHAR AS build_evidence, NULL::VARCHAR AS over_long_outcome, NULL::BOOLEAN AS stub_transferred,
     NULL::VARCHAR AS build_note, NULL::VARCHAR AS deferred_release_default, NULL::VARCHAR AS batch_cap_default,

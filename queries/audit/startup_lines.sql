@@ -209,7 +209,7 @@ SELECT
     CASE WHEN c.kind = 'server_args' THEN kva_str(c.msg, 'disaggregation_transfer_backend') END AS sa_transfer_backend,
     CASE WHEN c.kind = 'server_args' THEN kva_bool(c.msg, 'allow_auto_truncate') END AS sa_allow_auto_truncate,
     -- prefix caching as the start shows it (vLLM's resolved config, SGLang's dump, the operator's arguments)
-    -- and the cache connector that adds a tier (kvir.rules.prefix_cache decides what the build does with a salt)
+    -- and the cache connector that adds a tier (what the build does with them is a mechanism's audit part's)
     CASE WHEN c.kind = 'vllm_start' THEN kva_bool(c.msg, 'enable_prefix_caching')
          WHEN c.kind = 'server_args' THEN NOT kva_bool(c.msg, 'disable_radix_cache')
          WHEN c.kind = 'config' THEN coalesce(kva_bool(c.msg, 'enable_prefix_caching'),

@@ -101,7 +101,9 @@ def test_case_gets_the_tables_and_the_manifest(logs, tmp_path):
     assert inp["sha256"] == hashlib.sha256(logs["bad"].read_bytes()).hexdigest()
     assert inp["size_bytes"] == logs["bad"].stat().st_size
     queries = {q["query"] for q in m["queries"]}
-    assert {"queries/audit/startup_lines.sql", "queries/audit/node_configs.sql", "queries/audit/findings.sql"} <= queries
+    # the findings query that ran is the default mechanism's own (queries/mechanisms/<m>/, issue 30)
+    assert {"queries/audit/startup_lines.sql", "queries/audit/node_configs.sql",
+            "queries/mechanisms/oversized_prompt/audit/findings.sql"} <= queries
     assert (case / "findings.csv").exists()
 
 

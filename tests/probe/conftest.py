@@ -61,7 +61,7 @@ def _serve(**kw):
 @pytest.fixture(scope="session")
 def canaries_seen():
     """Every canary the probe generated in this session (captured, so tests can prove none leaked out)."""
-    import kvir.probe.crosstenant as ct
+    import kvir.mechanisms.oversized_prompt.probe_canary as ct
 
     made: list[str] = []
     orig = ct.new_canary

@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from kvir.core.errors import KvirError
-from kvir.serve import ServeConfig, ServerThread, resolve_build
+from kvir.mechanisms.oversized_prompt.build_policies import resolve_build
+from kvir.serve import ServeConfig, ServerThread
 from kvir.serve.tokenizer import decode, encode
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import kvir
-from kvir.probe.timing import sign_flip_p
+from kvir.mechanisms.prefix_cache.probe_timing import sign_flip_p
 
 from .conftest import AppThread
 from .fakes import VirtualClock, fake_app

@@ -12,8 +12,8 @@ from kvir.probe.canary import CanaryIndex, Planted, digest, new_canary, plant_te
 from kvir.probe.config import ProbeOptions
 from kvir.probe.context import Sent
 from kvir.probe.http import Budget, Reply, retry_after_s
-from kvir.probe.learn import ServerFacts, parse_models, parse_server_info
-from kvir.probe.length import boundary_lengths, classify
+from kvir.mechanisms.oversized_prompt.probe_length import classify
+from kvir.probe.learn import ServerFacts, boundary_lengths, parse_models, parse_server_info
 from kvir.probe.prompts import Prompt, PromptBuilder
 
 

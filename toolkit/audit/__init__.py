@@ -11,10 +11,10 @@ With case=CASE_DIR (or an open Case) the tables are written into the case and th
 inputs (size, SHA-256) and the queries that ran. `load_node_configs(case, paths, ...)` is the same for
 `kvir triage --startup`: it gives triage the pool in effect per node and time.
 
-The findings are the incident's mechanism's (kvir.spec.mechanism): `incident=` a spec (or its path), else the
-mechanism the case records, else the default (oversized-prompt: pool vs context, PD builds). A prefix-cache
-incident gets the prefix-cache rules (prefix caching per start, the salt in the build's cache keys, what
-isolated tenants) instead; node_configs carries both sets of columns either way.
+The findings are the incident's mechanism's (kvir.spec.mechanism; its audit part, kvir.audit.plugin):
+`incident=` a spec (or its path), else the mechanism the case records, else the default mechanism. Every
+registered mechanism adds its columns to node_configs whatever the incident's, so node_configs has the same
+columns for every incident; only the findings differ.
 """
 from __future__ import annotations
 
@@ -111,18 +111,18 @@ def _record_manifest(case, plans, inventory, seconds: float) -> None:
 
 
 def _mechanism(case, incident) -> dict[str, Any]:
-    """run_audit's mechanism and prefix_cache: from the spec given, else from the case (kvir triage's)."""
-    from kvir.case.spec_tables import incident_mechanism
+    """run_audit's mechanism and params: from the spec given, else what the case records (kvir triage's),
+    else none (the default mechanism, no params)."""
+    from kvir.case.spec_tables import case_mechanism
     from kvir.spec.model import IncidentSpec, load_spec
 
     if incident is not None:
         spec = incident if isinstance(incident, IncidentSpec) else load_spec(incident)
-        return {"mechanism": spec.mechanism,   # transitional (issue 30): the audit part takes the params
-                "prefix_cache": spec.params if spec.mech.spec.section == "prefix_cache" else None}
-    if case is None:
+        return {"mechanism": spec.mech, "params": spec.params}
+    if case is None or not case.has("incident"):
         return {}
-    mechanism, pc = incident_mechanism(case)
-    return {"mechanism": mechanism, "prefix_cache": pc}
+    m, params = case_mechanism(case)
+    return {"mechanism": m, "params": params}
 
 
 def load_node_configs(case, paths: list[str | Path], *, inventory: str | Path | Inventory | None = None,

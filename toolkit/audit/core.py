@@ -8,7 +8,8 @@ in an in-memory database:
     audit_lines                    the recognised lines, values parsed (never the line text)
     node_configs                   one row per node start (columns: queries/audit/node_configs.sql)
     runtime_indicators             exposure indicators per node, hour and kind
-    findings                       failed or undecidable checks (queries/audit/findings.sql)
+    findings                       failed or undecidable checks: the incident's mechanism's rules
+                                   (its audit part, kvir.audit.plugin; columns: queries/audit/findings_table.sql)
     node_exposure                  per prefill node, when it was exposed and what ended it
     audit_problems                 every line or file that could not be fully used, with the reason
 """
@@ -30,18 +31,18 @@ from kvir.ingest.lines import DEFAULT_MAX_LINE_BYTES, head_lines, iter_line_batc
 from kvir.core.sql import QueryLog, load, run
 from kvir.core.timezones import SourceTz, parse_source_tz
 from kvir.audit.inventory import Inventory, InventoryNode, load_inventory
-from kvir.audit.builds import field_names, fill_builds
-from kvir.audit.prefix_cache import fill_prefix_cache
-from kvir.mechanisms.prefix_cache.spec import PrefixCacheParams as PrefixCacheSpec
-from kvir.spec.mechanism import OVERSIZED_PROMPT
-from kvir.audit.rules import RULES, VLLM_DEFAULT_BLOCK_SIZE, rule_params
+from kvir.audit.plugin import audit_parts
+from kvir.audit.start_builds import field_names, fill_builds
+from kvir.audit.rules import VLLM_DEFAULT_BLOCK_SIZE, all_rules
+from kvir.spec.mechanism import Mechanism, default
 from kvir.audit.server_info import COLUMNS as SERVER_INFO_COLUMNS, read_server_info, server_info_row
 from kvir.core.files import node_from_path, role_from_name, sha256_file
 
-# node_configs, then each start's build (kvir.audit.builds, in Python over the starts), then the rest
+# node_configs, then each start's build (kvir.audit.start_builds, in Python over the starts) and every
+# mechanism's columns (AuditPart.annotate), then the shared tables, the incident mechanism's findings, the rest
 FIRST_QUERIES = ("audit/files", "audit/node_configs")
-DERIVE_QUERIES = ("audit/runtime_indicators", "audit/findings", "audit/prefix_findings", "audit/node_exposure",
-                  "audit/problems")
+SHARED_QUERIES = ("audit/runtime_indicators", "audit/findings_table")
+LAST_QUERIES = ("audit/node_exposure", "audit/problems")
 _CRI = re.compile(r"^\d{4}-\d{2}-\d{2}T\S+\s+(?:stdout|stderr)\s+[FP]\s")
 
 
@@ -289,7 +290,7 @@ def _insert_file_map(con: duckdb.DuckDBPyConnection, plans: list[FilePlan], coun
 
 def _insert_rules(con: duckdb.DuckDBPyConnection) -> None:
     con.executemany("INSERT INTO audit_rules VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [(r.rule_id, r.name, r.title, r.severity, r.fix, r.help, r.mechanism) for r in RULES])
+                    [(r.rule_id, r.name, r.title, r.severity, r.fix, r.help, r.mechanism) for r in all_rules()])
 
 
 def _empty_parsed(con: duckdb.DuckDBPyConnection, log: QueryLog) -> None:
@@ -302,19 +303,40 @@ def _empty_parsed(con: duckdb.DuckDBPyConnection, log: QueryLog) -> None:
 
 def run_audit(con: duckdb.DuckDBPyConnection, paths: list[str | Path], *, inventory: str | Path | Inventory | None,
               source_tz: str | None, year: int | None, log: QueryLog, reporter=None,
-              require_clock: bool = False, mechanism: str = OVERSIZED_PROMPT,
-              prefix_cache: PrefixCacheSpec | None = None) -> list[FilePlan]:
+              require_clock: bool = False, mechanism: Mechanism | None = None, params: Any = None) -> list[FilePlan]:
     """Parse every file and derive the audit tables on `con` (macros.sql already loaded). require_clock:
     refuse host-local times without a zone (kvir triage --startup joins them with request times).
-    mechanism: the incident's (kvir.spec.mechanism): findings come from its rules alone; prefix_cache: its
-    [prefix_cache] (what isolated tenants), for the prefix-cache rules."""
+    mechanism: the incident's (kvir.spec.mechanism; None: the default): findings come from its audit part
+    alone, judged with `params`, the incident's typed section of it (None: not declared)."""
     inv = inventory if isinstance(inventory, Inventory) or inventory is None else load_inventory(inventory)
     plans = plan_files(paths, inv, source_tz, year)
     run(con, "audit/macros", log=log)
     run(con, "audit/create_tables", log=log)
     _insert_rules(con)
-    counts: dict[int, _Counts] = {}
     readable = [p for p in plans if p.skipped is None and p.server_info is None]
+    counts = _parse_all(con, readable, log, reporter)
+    _insert_file_map(con, plans, counts)
+    run(con, "audit/sequence", inputs={"parsed": "audit_parsed"}, log=log)
+    con.execute("DROP TABLE IF EXISTS audit_parsed")
+    if require_clock:
+        refuse_unusable_times(con, plans)
+    for name in FIRST_QUERIES:
+        run(con, name, {"default_block_size": VLLM_DEFAULT_BLOCK_SIZE, "build_fields": field_names()}, log=log)
+    fill_builds(con, log)
+    for part in audit_parts().values():
+        part.annotate(con, log)
+    for name in SHARED_QUERIES:
+        run(con, name, log=log)
+    (mechanism or default()).part("audit").findings(con, params, log)
+    for name in LAST_QUERIES:
+        run(con, name, log=log)
+    _refuse_unrecognised(con, plans)
+    return plans
+
+
+def _parse_all(con: duckdb.DuckDBPyConnection, readable: list[FilePlan], log: QueryLog, reporter) -> dict[int, _Counts]:
+    """Parse the readable files into audit_parsed: the plain text logs in one query, the CRI ones in another."""
+    counts: dict[int, _Counts] = {}
     _write_settings(con, readable, DEFAULT_MAX_LINE_BYTES)
     groups = [(cri, [p for p in readable if p.cri == cri]) for cri in (False, True)]
     groups = [(cri, g) for cri, g in groups if g]
@@ -334,24 +356,13 @@ def run_audit(con: duckdb.DuckDBPyConnection, paths: list[str | Path], *, invent
     if not groups:
         _empty_parsed(con, log)
     con.execute("DROP TABLE IF EXISTS audit_settings")
-    _insert_file_map(con, plans, counts)
-    run(con, "audit/sequence", inputs={"parsed": "audit_parsed"}, log=log)
-    con.execute("DROP TABLE IF EXISTS audit_parsed")
-    if require_clock:
-        refuse_unusable_times(con, plans)
-    pc = prefix_cache or PrefixCacheSpec()
-    params = {"default_block_size": VLLM_DEFAULT_BLOCK_SIZE, "build_fields": field_names(), **rule_params(),
-              "mechanism": mechanism, "isolation": pc.isolation, "salt_field": pc.salt_field}
-    for name in FIRST_QUERIES:
-        run(con, name, params, log=log)
-    fill_builds(con, log)
-    fill_prefix_cache(con, log)
-    for name in DERIVE_QUERIES:
-        run(con, name, params, log=log)
+    return counts
+
+
+def _refuse_unrecognised(con: duckdb.DuckDBPyConnection, plans: list[FilePlan]) -> None:
     starts, indicators = con.execute(
         "SELECT (SELECT count(*) FROM node_configs), (SELECT count(*) FROM runtime_indicators)").fetchall()[0]
     if starts == 0 and indicators == 0:
         names = ", ".join(p.label for p in plans[:5]) + (" ..." if len(plans) > 5 else "")
         raise InputError(f"no recognisable start-up lines (SGLang max_total_num_tokens= / KV Cache is allocated / "
                          f"server_args=, vLLM KV cache size / # GPU blocks, a /server_info JSON) in any input: {names}")
-    return plans

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kvir.audit.rules import RULES
+from kvir.audit.rules import all_rules
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "note"}
@@ -64,7 +64,8 @@ def _iso(ts: Any) -> str | None:
 def to_sarif(result) -> dict[str, Any]:
     from kvir import __version__
 
-    rule_index = {r.rule_id: i for i, r in enumerate(RULES)}
+    every = all_rules()            # every registered mechanism's rules: a finding of any is described
+    rule_index = {r.rule_id: i for i, r in enumerate(every)}
     rules = [{
         "id": r.rule_id,
         "name": r.name,
@@ -74,7 +75,7 @@ def to_sarif(result) -> dict[str, Any]:
         "defaultConfiguration": {"level": LEVEL[r.severity]},
         "properties": {"security-severity": SECURITY_SEVERITY[r.severity],
                        "tags": ["security", "kv-cache", "configuration"]},
-    } for r in RULES]
+    } for r in every]
 
     artifacts: list[dict[str, Any]] = []
     artifact_index: dict[str, int] = {}

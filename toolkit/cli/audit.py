@@ -42,7 +42,7 @@ def audit_command(
     year: Annotated[Optional[int], typer.Option("--year", help="Year of vLLM's year-less times.")] = None,
     current: Annotated[bool, typer.Option("--current", help="Only each node's latest start (table and gate).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or tables on stderr.")] = False,
-    incident: Annotated[Optional[Path], typer.Option("--incident", help="incident.toml: its mechanism's rules run (else the case's, else oversized-prompt).")] = None,
+    incident: Annotated[Optional[Path], typer.Option("--incident", help="incident.toml: its mechanism's rules run (else the case's mechanism's, else the default mechanism's).")] = None,
 ) -> None:
     from kvir.audit import audit
     from kvir.cli.present.audit import print_audit

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from kvir.cli.parts import PartsCommand
 from kvir.cli.present import echo_json, guarded, say
 
 HELP = """Is a live deployment exposed? One command against its OpenAI-compatible API:
@@ -19,28 +20,10 @@ HELP = """Is a live deployment exposed? One command against its OpenAI-compatibl
 
 The probe reads what the server says about itself (SGLang /get_server_info,
 vLLM /v1/models and /version; --pool and --context fill the gaps), builds
-prompts of exact token counts with the server's /tokenize, and checks:
+prompts of exact token counts with the server's /tokenize, and runs the
+checks --checks names (default: the mechanisms' default checks):
 
-length: tenant B sends prompts around the engine's own limit: SGLang
-max_req_input_len - 1, itself and + 1, the pool, context - 1, context and
-context + 1; vLLM context - 2 to context + 1; an unidentified server pool +-1
-and context +-1 tokens. HTTP 400 is expected at and above the engine's limit; HTTP 200 there, usage.prompt_tokens of 1, or a count that
-disagrees with what was sent is a finding.
-
-canary: tenant A plants unique canaries, then tenant B sends over-limit
-prompts; every output of B (streamed too) is scanned for any fragment of any
-canary. A fragment found is exposure, reported with the request ids.
-
-timing (--timing): a paired prefix-cache timing test between the tenants,
-reported with its statistics; never proof on its own.
-
-prefix-isolation (--checks prefix-isolation): tenant A primes a fresh prompt
-and repeats it (the repeat must hit the cache, else inconclusive); tenant B
-sends the same prompt and must get no more cached tokens than a fresh prompt
-(usage.prompt_tokens_details.cached_tokens; paired timing where the server
-does not report it, never proof). --cache-salt per-tenant sends each tenant
-its own cache_salt (the engine's salt isolation); none (default) sends none
-(the deployment as its callers use it).
+{parts}
 
 Keys come only from environment variables (--api-key-env, --tenant-b-key-env,
 --header-env), never from the command line, and never appear in the output.
@@ -57,8 +40,17 @@ cannot be used.
 """
 
 
+class ProbeCommand(PartsCommand):
+    @staticmethod
+    def part_help() -> str:
+        """Each registered mechanism's checks, one paragraph each (kvir.probe.plugin.ProbeCheck.help)."""
+        from kvir.probe.rules import checks
+
+        return "\n\n".join(c.help for c in checks())
+
+
 def register(app: typer.Typer) -> None:
-    app.command(name="probe", help=HELP)(probe_command)
+    app.command(name="probe", help=HELP, cls=ProbeCommand)(probe_command)
 
 
 @guarded
@@ -73,8 +65,8 @@ def probe_command(
     header_env: Annotated[Optional[list[str]], typer.Option("--header-env", help="Header from an environment variable: 'Name=VAR' (repeatable).")] = None,
     api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="Variable holding tenant A's API key (also B's without --tenant-b-key-env).")] = None,
     tenant_b_key_env: Annotated[Optional[str], typer.Option("--tenant-b-key-env", help="Variable holding tenant B's API key.")] = None,
-    checks: Annotated[str, typer.Option("--checks", help="Comma-separated: length, canary, timing, prefix-isolation.")] = "length,canary",
-    timing: Annotated[bool, typer.Option("--timing", help="Add the prefix-cache timing check.")] = False,
+    checks: Annotated[Optional[str], typer.Option("--checks", help="Comma-separated check names (see above; default: the default checks).")] = None,
+    timing: Annotated[bool, typer.Option("--timing", help="Add the timing check (as --checks ...,timing).")] = False,
     cache_salt: Annotated[str, typer.Option("--cache-salt", help="prefix-isolation: none, or per-tenant (a fresh cache_salt for each tenant).")] = "none",
     prefix_tokens: Annotated[int, typer.Option("--prefix-tokens", help="prefix-isolation: prompt tokens (at most half the limit).")] = 512,
     prefix_rounds: Annotated[int, typer.Option("--prefix-rounds", help="prefix-isolation: rounds of fresh prompts.")] = 2,
@@ -95,9 +87,11 @@ def probe_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No plan, progress or tables on stderr.")] = False,
 ) -> None:
     from kvir.cli.present.probe import ProgressBar, print_result
+    from kvir.probe.rules import default_checks
     from kvir.probe.run import probe
 
-    names = tuple(c.strip() for c in checks.split(",") if c.strip()) + (("timing",) if timing and "timing" not in checks else ())
+    names = default_checks() if checks is None else tuple(c.strip() for c in checks.split(",") if c.strip())
+    names += ("timing",) if timing and "timing" not in names else ()
     with ProgressBar(enabled=not quiet and not dry_run) as bar:
         result = probe(endpoint, model, pool=pool, context=context, engine=engine, api=api,
                        headers=tuple(header or ()), header_env=tuple(header_env or ()), api_key_env=api_key_env,

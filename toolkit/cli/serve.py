@@ -1,11 +1,13 @@
 """`kvir serve`: a thin Typer wrapper over kvir.serve.serve (uvicorn, foreground)."""
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Annotated, Optional
 
 import typer
 
+from kvir.cli.parts import PartsCommand, part_values
 from kvir.cli.present import guarded, say
 from kvir.core.errors import KvirError
 
@@ -20,37 +22,43 @@ Routes: /v1/completions and /v1/chat/completions (both also streamed),
 One tenant per API key (Authorization: Bearer KEY); --tenant NAME=VAR names
 the key held in environment variable VAR.
 
---build is the SGLang build whose over-long-prompt path is replayed (kvir.rules.builds,
-read from the wheels): 0.5.19 (alias leaking: 0.5.11-0.5.19 transfer the stub's
-page, decode reads pages nobody wrote, HTTP 200), 0.5.20 (alias fixed: retired
-after its forward, never transferred, HTTP 400), 0.5.21 (alias door: 0.5.21 and
-later reject it at the bootstrap door, HTTP 400), any SGLang version, or
-kvir-proposal (kvir's own hardening, not a build).
+The model is the replay's recall model: a normal request echoes its own
+prompt, and a request served from KV another tenant wrote returns that
+tenant's text. Each request's log line says whose KV it read (tenants and
+slot counts, never text). Every registered mechanism adds its target mode:
 
-The KV pools persist across requests, so a leaking build returns the text of
-whichever tenant last wrote the pages it reads: the model is the replay's
-recall model, and a normal request echoes its own prompt. Each request's log
-line says whose KV it read (tenants and slot counts, never text).
-
---prefix-cache adds a prefix cache keyed as vLLM keys its blocks: salted (the
-request's cache_salt in the first block's key: tenants with their own salts
-never share blocks), unsalted (the salt accepted but not in the key, the
-connector defect: `kvir probe --checks prefix-isolation` fails on it) or off.
-usage.prompt_tokens_details.cached_tokens reports each hit, and the log line
-says whose cached blocks it read.
+{parts}
 
 One request never holds the server for long: output is capped at
 --max-tokens-cap tokens (a larger max_tokens is served up to the cap).
 """
 
 
+class ServeCommand(PartsCommand):
+    @staticmethod
+    def part_help() -> str:
+        from kvir.serve.plugin import serve_parts
+
+        return "\n\n".join(p.help for p in serve_parts().values())
+
+    @staticmethod
+    def part_options() -> list[inspect.Parameter]:
+        """Each registered mechanism's serve options as flags (ServeOption: --name, its default and help)."""
+        from kvir.serve.plugin import serve_parts
+
+        return [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default,
+                                  annotation=Annotated[Optional[o.type], typer.Option(
+                                      o.flag, *([o.short] if o.short else []), help=o.help)])
+                for p in serve_parts().values() for o in p.options]
+
+
 def register(app: typer.Typer) -> None:
-    app.command(name="serve", help=HELP)(serve_command)
+    app.command(name="serve", help=HELP, cls=ServeCommand)(serve_command)
 
 
 @guarded(interrupt=False)       # uvicorn shuts down gracefully on SIGINT / SIGTERM itself
 def serve_command(
-    build: Annotated[str, typer.Option("--build", "-b", help="SGLang build: 0.5.19, 0.5.20, 0.5.21, leaking, fixed, door, a version, or kvir-proposal.")] = "leaking",
+    ctx: typer.Context,
     pool: Annotated[int, typer.Option("--pool", help="Prefill KV pool in tokens (SGLang's max_total_num_tokens).")] = 4096,
     context: Annotated[int, typer.Option("--context", help="Context length in tokens.")] = 8192,
     decode_pool: Annotated[Optional[int], typer.Option("--decode-pool", help="Decode KV pool in tokens (default: the context).")] = None,
@@ -60,14 +68,12 @@ def serve_command(
     host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8000,
     tenant: Annotated[Optional[list[str]], typer.Option("--tenant", help="NAME=VAR: the API key in environment variable VAR is tenant NAME (repeatable; without it every key is its own tenant).")] = None,
-    prefix_cache: Annotated[str, typer.Option("--prefix-cache", help="off, salted (cache_salt in the block keys) or unsalted (the salt left out: blocks shared across tenants).")] = "off",
-    prefix_cache_blocks: Annotated[Optional[int], typer.Option("--prefix-cache-blocks", help="Prefix-cache capacity in blocks of --page-size tokens (default: the pool's pages); least recently used evicted first.")] = None,
     max_tokens_cap: Annotated[int, typer.Option("--max-tokens-cap", help="Output tokens per request at most.")] = 512,
     usage_from: Annotated[str, typer.Option("--usage-from", help="usage.prompt_tokens as decode counts it (the prompt) or prefill (1 for the stub).")] = "decode",
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
     threads: Annotated[int, typer.Option("--threads", help="torch threads (small requests spend their time in per-operation overhead: one is fastest).")] = 1,
 ) -> None:
-    from kvir.serve.engine import ServeConfig
+    from kvir.serve.config import ServeConfig
 
     keys = {}
     for t in tenant or ():
@@ -78,17 +84,19 @@ def serve_command(
         if not key:
             raise KvirError(f"environment variable {var.strip()} is not set (or empty)", key="--tenant")
         keys[key] = name.strip()
-    cfg = ServeConfig(build=build, pool=pool, context=context, decode_pool=decode_pool, page_size=page_size,
-                      free_list=free_list, model=model, usage_from=usage_from, tenants=keys,
-                      prefix_cache=prefix_cache, prefix_cache_blocks=prefix_cache_blocks, max_tokens_cap=max_tokens_cap)
+    cfg = ServeConfig(pool=pool, context=context, decode_pool=decode_pool, page_size=page_size, free_list=free_list,
+                      model=model, usage_from=usage_from, tenants=keys, max_tokens_cap=max_tokens_cap,
+                      **part_values(ctx))
     cfg.check()
-    b = cfg.resolved()
     if host not in ("127.0.0.1", "localhost", "::1"):
         say(f"warning: binding {host}: kvir serve is a test target that returns other tenants' text by design; "
             "keep it off shared networks", style="yellow")
-    say(f"kvir serve: SGLang {b.name} ({b.behaviour}); pool {pool:,}, context {context:,}, decode pool "
-        f"{cfg.decode_tokens:,}, page {page_size}, free list {free_list}; prefix cache {prefix_cache}; model {model}; "
-        f"tenants: {', '.join(sorted(keys.values())) or 'one per API key'}; http://{host}:{port}")
+
+    def announce(engine) -> None:
+        say(f"kvir serve: {'; '.join(engine.targets.banners())}; pool {pool:,}, context {context:,}, decode pool "
+            f"{cfg.decode_tokens:,}, page {page_size}, free list {free_list}; model {model}; "
+            f"tenants: {', '.join(sorted(keys.values())) or 'one per API key'}; http://{host}:{port}")
+
     from kvir.serve.run import serve
 
-    serve(cfg, host=host, port=port, log_level=log_level, threads=threads)
+    serve(cfg, host=host, port=port, log_level=log_level, threads=threads, announce=announce)

@@ -9,16 +9,17 @@
     config       ProbeOptions, tenants, secrets from environment variables
     http         the client: budget, deadline, timeouts, retries with backoff, 429 Retry-After
     learn        what the server says (SGLang /get_server_info, vLLM /v1/models, /version); the limit rule
+                 and the boundary lengths around it
     prompts      prompts of exact token counts via the server's /tokenize (or a local tokenizer.json)
     canary       canaries and the n-gram index that finds their fragments
     context      what the checks share; the request log (ids, lengths, hashes: never text)
-    length       the boundary check
-    crosstenant  the canary check across tenants
-    timing       the optional prefix-cache timing check (never proof on its own)
-    prefix       the prefix-isolation check: cached tokens of another tenant's prompt (timing where unreported)
+    plugin       what a mechanism's probe part gives: its checks (ProbeCheck) and their rules
+    rules        verdicts, discovery's rule, the catalogue of every registered check and rule
     plan         the plan and request budget shown before anything is sent
     result, sarif   findings, verdicts, JSON and SARIF 2.1.0
     run          probe(): the whole run; case events
+
+The checks themselves are the mechanisms' (kvir.mechanisms.<m>.probe; `kvir probe --help` lists them).
 """
 from __future__ import annotations
 

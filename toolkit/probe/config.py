@@ -1,4 +1,5 @@
-"""What a probe run is told: the endpoint, the tenants, which checks, and the limits on what it may send.
+"""What a probe run is told: the endpoint, the tenants, which checks (the registered mechanisms' check names,
+kvir.probe.rules.checks), and the limits on what it may send.
 
 Secrets never come on the command line: API keys are read from environment variables (`api_key_env`,
 `tenant_b_key_env`, `header_env`); only the variables' names and a SHA-256 prefix of each key are shown.
@@ -13,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvir.core.errors import KvirError
+from kvir.probe.rules import checks as registered_checks, default_checks
 
-CHECKS = ("length", "canary", "timing", "prefix-isolation")
 SALT_MODES = ("none", "per-tenant")
 ENGINES = ("auto", "sglang", "vllm", "other")
 APIS = ("completions", "chat")
@@ -62,7 +63,7 @@ class ProbeOptions:
     header_env: tuple[str, ...] = ()         # "Name=VAR": header value from an environment variable
     api_key_env: str | None = None           # tenant A's key (and B's unless tenant_b_key_env)
     tenant_b_key_env: str | None = None
-    checks: tuple[str, ...] = ("length", "canary")
+    checks: tuple[str, ...] = field(default_factory=default_checks)   # the mechanisms' check names
     tokenizer: str | None = None             # a local tokenizer.json instead of the server's /tokenize
     max_tokens: int = 8                      # output tokens of the boundary prompts
     canary_max_tokens: int = 48              # output tokens of tenant B's over-limit prompts (what is scanned)
@@ -101,9 +102,10 @@ class ProbeOptions:
             raise KvirError(f"--endpoint must be an http(s) URL, not {self.safe_endpoint!r}")
         if u.username or u.password:
             raise KvirError("--endpoint must not carry credentials; use --api-key-env VAR")
-        bad = [c for c in self.checks if c not in CHECKS]
+        names = [c.name for c in registered_checks()]
+        bad = [c for c in self.checks if c not in names]
         if bad or not self.checks:
-            raise KvirError(f"--checks takes {', '.join(CHECKS)} (comma-separated), not {','.join(bad) or 'nothing'}")
+            raise KvirError(f"--checks takes {', '.join(names)} (comma-separated), not {','.join(bad) or 'nothing'}")
         if self.cache_salt not in SALT_MODES:
             raise KvirError(f"--cache-salt must be one of {', '.join(SALT_MODES)}, not {self.cache_salt!r}")
         if self.engine not in ENGINES:

@@ -7,6 +7,9 @@ The limit a prompt must stay under is the engine's own rule:
     vllm    max_model_len: a prompt must leave room for one output token
     other   the context or the pool, whichever is smaller; SGLang's limit, when computable, marks the
             lengths in between as "either" (served or refused are both correct there)
+
+and the boundary set (`boundary_lengths`) is the prompt lengths around it where the engine must switch
+from serving to refusing: what the plan shows, and what the checks that send at the limit send.
 """
 from __future__ import annotations
 
@@ -213,3 +216,37 @@ def apply_options(facts: ServerFacts, opts: ProbeOptions) -> None:
                                f"{getattr(facts, name + '_source')}): the server's value is used")
     if opts.engine != "auto":
         facts.notes.append(f"length rule of {opts.engine} (--engine), the server looked like {facts.engine}")
+
+
+def boundary_lengths(facts: ServerFacts, engine: str = "auto") -> tuple[list[tuple[str, int]], list[str]]:
+    """[(label, tokens)] sorted by length, duplicates merged; and notes on lengths left out. `engine`: auto
+    (what the server said it is), sglang, vllm or any other name (an unknown engine)."""
+    ctx, pool = facts.context, facts.pool
+    eng = facts.engine if engine == "auto" else engine
+    cand: list[tuple[str, int]] = []
+    if eng == "sglang":
+        mril = facts.max_req_input_len
+        if mril is None and (ctx is not None or pool is not None):
+            mril = max_req_input_len(ctx, pool)
+        if mril is not None:
+            cand += [("max_req_input_len - 1", mril - 1), ("max_req_input_len", mril),
+                     ("max_req_input_len + 1", mril + 1)]
+        if pool is not None:
+            cand.append(("pool", pool))
+    elif eng == "vllm":
+        if ctx is not None:
+            cand.append(("context - 2", ctx - 2))
+    elif pool is not None:
+        cand += [("pool - 1", pool - 1), ("pool", pool), ("pool + 1", pool + 1)]
+    if ctx is not None:
+        cand += [("context - 1", ctx - 1), ("context", ctx), ("context + 1", ctx + 1)]
+    notes, merged = [], {}
+    for label, n in cand:
+        if n < 2:
+            notes.append(f"{label} ({n}) is too short to send")
+            continue
+        if ctx is not None and n > ctx + 1:
+            notes.append(f"{label} ({n:,}) is over context + 1: the context check refuses it as it does context + 1")
+            continue
+        merged.setdefault(n, []).append(label)
+    return [(" = ".join(v), n) for n, v in sorted(merged.items())], notes

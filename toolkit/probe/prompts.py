@@ -133,5 +133,5 @@ class PromptBuilder:
 
 
 def new_tag() -> str:
-    """A short random tag, so each run's prompts differ (no prefix-cache hit on an earlier run)."""
+    """A short random tag, so each run's prompts differ (none is served from the cache of an earlier run)."""
     return secrets.token_hex(3)

@@ -1,9 +1,9 @@
 """Findings, per-check verdicts and the overall verdict of a probe run.
 
-Verdicts: exposed / not exposed / inconclusive. Overall: exposed when the length or the canary check is;
-not exposed only when every one of them is; inconclusive otherwise. The timing check never decides on its
-own: a cross-tenant timing signal keeps the overall verdict from "not exposed" (inconclusive then), and
-its absence proves nothing.
+Verdicts: exposed / not exposed / inconclusive. Overall: exposed when a deciding check is (each check says
+whether it decides, kvir.probe.plugin.ProbeCheck.decides); not exposed only when every deciding one is;
+inconclusive otherwise. A check that never decides on its own (timing) keeps the overall verdict from "not
+exposed" when it has findings (inconclusive then), and its absence proves nothing.
 """
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kvir.core.secrets import Redactor
-from kvir.probe.rules import (CHECK_RULE, CHECK_TITLE, EXIT, EXPOSED, INCONCLUSIVE,  # noqa: F401 (re-exported)
-                              NOT_EXPOSED, RULE, RULES, Rule)
+from kvir.probe.rules import EXIT, EXPOSED, INCONCLUSIVE, NOT_EXPOSED, Rule, check, rule  # noqa: F401 (re-exported)
 
 
 @dataclass
@@ -25,10 +24,10 @@ class Finding:
 
     @property
     def severity(self) -> str:
-        return RULE[self.rule_id].severity
+        return rule(self.rule_id).severity
 
     def as_json(self) -> dict:
-        return {"rule_id": self.rule_id, "name": RULE[self.rule_id].name, "severity": self.severity,
+        return {"rule_id": self.rule_id, "name": rule(self.rule_id).name, "severity": self.severity,
                 **asdict(self)}
 
 
@@ -47,18 +46,24 @@ class CheckResult:
 
 
 def overall(checks: list[CheckResult]) -> tuple[str, str]:
-    deciding = [c for c in checks if c.name != "timing"]
-    timing = next((c for c in checks if c.name == "timing"), None)
+    def decides(c: CheckResult) -> bool:
+        known = check(c.name)
+        return known is None or known.decides
+
+    deciding = [c for c in checks if decides(c)]
     if not deciding:
-        return INCONCLUSIVE, "only the timing check ran, and it never decides on its own"
+        names, one = [c.name for c in checks], len(checks) == 1
+        return INCONCLUSIVE, (f"only the {' and '.join(names)} check{'' if one else 's'} ran, and "
+                              f"{'it never decides on its own' if one else 'they never decide on their own'}")
     exposed = [c.name for c in deciding if c.verdict == EXPOSED]
     if exposed:
         return EXPOSED, f"{' and '.join(exposed)} check{'s' if len(exposed) > 1 else ''}: exposed"
     open_ = [c.name for c in deciding if c.verdict != NOT_EXPOSED]
     if open_:
         return INCONCLUSIVE, f"{', '.join(open_)} check{'s' if len(open_) > 1 else ''} inconclusive"
-    if timing is not None and timing.findings:
-        return INCONCLUSIVE, "no exposure seen, but the timing check suggests a prefix cache shared across tenants"
+    hinted = next((c for c in checks if not decides(c) and c.findings), None)
+    if hinted is not None:
+        return INCONCLUSIVE, f"no exposure seen, but {check(hinted.name).indication}"
     return NOT_EXPOSED, f"{' and '.join(c.name for c in deciding)} checks: not exposed"
 
 

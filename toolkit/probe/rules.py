@@ -1,8 +1,14 @@
-"""The probe's vocabulary: verdicts, exit statuses, and the rules its findings and checks are reported under
-(the same ids in JSON, SARIF and the case)."""
+"""The probe's vocabulary: verdicts, exit statuses, the rules its findings are reported under (the same ids in
+JSON, SARIF and the case) and the catalogue of checks.
+
+The checks and most rules are the mechanisms' (kvir.probe.plugin.ProbePart: each mechanism's checks and the
+rules they report under); the one rule here is discovery's, whatever the mechanism. The catalogue is read
+from the registry when asked (`checks()`, `rules()`), never at import: the mechanisms' parts import this.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 EXPOSED, NOT_EXPOSED, INCONCLUSIVE = "exposed", "not exposed", "inconclusive"
 EXIT = {NOT_EXPOSED: 0, EXPOSED: 1, INCONCLUSIVE: 3}
@@ -17,38 +23,55 @@ class Rule:
     help: str
 
 
-RULES = (
-    Rule("KVIR-P001", "over-limit-prompt-served", "high", "A prompt at or over the engine's limit was served",
-         "The engine must refuse (HTTP 400) a prompt it cannot hold; serving it is the incident's mechanism "
-         "(decode attended over KV pages the request never wrote). Upgrade the engine (SGLang >= 0.5.21 "
-         "rejects at the bootstrap door) and make the KV pool at least the context length."),
-    Rule("KVIR-P002", "placeholder-prompt-count", "high", "usage.prompt_tokens is 1 for a longer prompt",
-         "A 1-token prompt count for a longer prompt is SGLang's placeholder: the request was aborted at "
-         "intake but still answered."),
-    Rule("KVIR-P003", "prompt-count-mismatch", "medium", "usage.prompt_tokens disagrees with the prompt sent",
-         "The server counted a different prompt than its own /tokenize: truncation, a template, or a "
-         "gateway rewriting requests. The boundary set is then not where it should be."),
-    Rule("KVIR-P004", "cross-tenant-canary", "critical", "Another tenant's canary appeared in a response",
-         "Text planted by one tenant came back to another: cross-tenant KV exposure. Take the model out of "
-         "service, find the affected responses (kvir triage) and replay them (kvir replay)."),
-    Rule("KVIR-P005", "shared-prefix-cache-timing", "medium", "Timing suggests a prefix cache shared across tenants",
-         "A paired timing test found another tenant's prompt served faster than a fresh one. A statistical "
-         "indication, never proof on its own; isolate the prefix cache per tenant (cache salt) if unintended."),
+# what discovery finds, before and whatever the checks
+DISCOVERY_RULES = (
     Rule("KVIR-P006", "server-info-secret", "high", "The server's info endpoint shows a secret field",
          "The info route lists a non-empty secret (the probe kept only its name). Restrict the route or "
          "unset the argument."),
-    Rule("KVIR-P007", "refused-below-limit", "low", "A prompt below the limit was refused",
-         "Not an exposure. Something (a gateway, a smaller context) refuses earlier than the engine's limit, "
-         "so the probe may not have reached the engine's own boundary."),
-    Rule("KVIR-P008", "cross-tenant-prefix-cache-hit", "high", "Another tenant's prompt was served from the cache",
-         "A prompt one tenant sent was served to another tenant from the prefix cache (cached_tokens above what a "
-         "fresh prompt gets): the tenants share KV blocks, and each can learn what the other sent. Key the "
-         "cache per tenant: a cache salt the gateway injects (never one the caller chooses), and check that the "
-         "salt reaches every cache tier's key (the engine's and its connectors')."),
 )
-RULE = {r.rule_id: r for r in RULES}
-CHECK_RULE = {"length": "KVIR-P100", "canary": "KVIR-P101", "timing": "KVIR-P102", "prefix-isolation": "KVIR-P103"}
-CHECK_TITLE = {"length": "Boundary prompts around the engine's limit are refused at and above it",
-               "canary": "No tenant's output carries another tenant's canary",
-               "timing": "No prefix-cache timing signal between tenants",
-               "prefix-isolation": "No tenant's prompt is served from blocks another tenant's request wrote"}
+
+
+def checks() -> tuple[Any, ...]:
+    """Every registered mechanism's checks (kvir.probe.plugin.ProbeCheck), in registration order: the order a
+    run takes them in. A name used twice is a KvirError."""
+    from kvir.core.errors import KvirError
+    from kvir.spec.mechanism import mechanisms
+
+    out: dict[str, Any] = {}
+    for m in mechanisms():
+        for c in m.part("probe").checks:
+            if c.name in out:
+                raise KvirError(f"probe check {c.name!r} is defined twice (mechanism {m.name!r} and another)")
+            out[c.name] = c
+    return tuple(out.values())
+
+
+def check(name: str) -> Any | None:
+    """The registered check `name` (None: no mechanism has one of that name)."""
+    return next((c for c in checks() if c.name == name), None)
+
+
+def default_checks() -> tuple[str, ...]:
+    """The checks a run takes when none are named."""
+    return tuple(c.name for c in checks() if c.default)
+
+
+def rules() -> tuple[Rule, ...]:
+    """Discovery's rule and every registered mechanism's, ordered by id; an id used twice is a KvirError."""
+    from kvir.core.errors import KvirError
+    from kvir.spec.mechanism import mechanisms
+
+    out = {r.rule_id: r for r in DISCOVERY_RULES}
+    for m in mechanisms():
+        for r in m.part("probe").rules:
+            if r.rule_id in out:
+                raise KvirError(f"probe rule {r.rule_id} is defined twice (mechanism {m.name!r} and another)")
+            out[r.rule_id] = r
+    return tuple(sorted(out.values(), key=lambda r: r.rule_id))
+
+
+def rule(rule_id: str) -> Rule:
+    for r in rules():
+        if r.rule_id == rule_id:
+            return r
+    raise KeyError(rule_id)

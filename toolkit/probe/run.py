@@ -1,7 +1,7 @@
 """`probe(...)`: the live check of one deployment, as a plain function (the CLI is a thin wrapper).
 
-    plan (shown before anything is sent) -> discovery -> length check -> canary check -> timing check
-    -> prefix-isolation check -> verdicts -> JSON / SARIF / case events
+    plan (shown before anything is sent) -> discovery -> the checks asked for, in the registered
+    mechanisms' order (kvir.probe.rules.checks) -> verdicts -> JSON / SARIF / case events
 
 Works from a notebook too (an event loop already running there: the probe runs on its own thread).
 """
@@ -20,15 +20,12 @@ from kvir.core.secrets import Redactor
 from kvir.probe.canary import CanaryIndex
 from kvir.probe.config import ProbeOptions
 from kvir.probe.context import Context
-from kvir.probe.crosstenant import canary_check
 from kvir.probe.http import Budget, Client, failed_first
 from kvir.probe.learn import discover
-from kvir.probe.length import length_check
 from kvir.probe.plan import make_plan
-from kvir.probe.prefix import prefix_isolation_check
 from kvir.probe.prompts import Counter, PromptBuilder, new_tag
 from kvir.probe.result import EXPOSED, INCONCLUSIVE, CheckResult, Finding, ProbeResult, overall
-from kvir.probe.timing import timing_check
+from kvir.probe.rules import checks
 
 
 def _now() -> str:
@@ -105,13 +102,12 @@ async def _run_probe(opts: ProbeOptions, on_plan, on_progress, redactor: Redacto
             on_plan(redactor.obj(plan))              # the plan now holds what the server said (a model id)
         counter = Counter(opts, None if opts.tokenizer else client, model)
         ctx = Context(opts, client, facts, PromptBuilder(counter, new_tag()), model, CanaryIndex(opts.fragment_chars))
-        for name, fn in (("length", length_check), ("canary", canary_check), ("timing", timing_check),
-                         ("prefix-isolation", prefix_isolation_check)):
-            if name in opts.checks:
-                result.checks.append(await fn(ctx) if not facts.unreachable else
-                                     CheckResult(name, INCONCLUSIVE, "not run: the endpoint gave no HTTP answer"))
-        if "canary" not in opts.checks:
-            result.notes.append("the canary check did not run: outputs were not scanned for other tenants' text")
+        for check in checks():
+            if check.name in opts.checks:
+                result.checks.append(await check.run(ctx) if not facts.unreachable else
+                                     CheckResult(check.name, INCONCLUSIVE, "not run: the endpoint gave no HTTP answer"))
+            elif check.skipped_note:
+                result.notes.append(check.skipped_note)
         result.requests = ctx.log
         result.notes += facts.notes
         for k in facts.secrets_exposed:

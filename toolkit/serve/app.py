@@ -25,7 +25,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from kvir.serve.engine import Generation, ServeConfig, ServeEngine
+from kvir.serve.config import ServeConfig
+from kvir.serve.engine import Generation, ServeEngine
 from kvir.serve.tokenizer import Detokenizer, decode, encode, encode_chat, valid_ids
 
 MAX_BODY_BYTES = 32 * 2 ** 20          # a 1M-token prompt is ~1 MB of text or ~8 MB of ids
@@ -157,12 +158,10 @@ def salt_of(body: dict) -> str | None:
     return s
 
 
-def usage_of(g: Generation, prompt_tokens: int, cache_on: bool) -> dict:
-    u: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": len(g.tokens),
-                         "total_tokens": prompt_tokens + len(g.tokens)}
-    if cache_on:                                      # vLLM --enable-prompt-tokens-details
-        u["prompt_tokens_details"] = {"cached_tokens": g.cached_tokens}
-    return u
+def usage_of(g: Generation, prompt_tokens: int, extra: dict[str, Any]) -> dict:
+    """OpenAI's usage, plus what the mechanisms' targets add (ServeEngine.usage)."""
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": len(g.tokens),
+            "total_tokens": prompt_tokens + len(g.tokens), **extra}
 
 
 def completion_body(g: Generation, rid: str, created: int, model: str, chat: bool, usage: dict) -> dict:
@@ -200,7 +199,7 @@ async def generate(request: Request, chat: bool) -> Response:
     g: Generation = await asyncio.wrap_future(eng.submit(tenant, ids, n, rid, salt=salt))
     if g.http_status != 200:
         return error(g.http_status, g.message or "Request failed.")
-    usage = usage_of(g, eng.reported_prompt_tokens(g), cfg.prefix_cache != "off")
+    usage = usage_of(g, eng.reported_prompt_tokens(g), eng.usage(g))
     created = int(time.time())
     if body.get("stream"):
         opts = body.get("stream_options")
@@ -256,7 +255,7 @@ ROUTES = (("/v1/completions", completions, "POST"), ("/v1/chat/completions", cha
 
 def create_app(cfg: ServeConfig, engine: ServeEngine | None = None) -> FastAPI:
     eng = engine or ServeEngine(cfg)
-    app = FastAPI(title="kvir serve", version=eng.build.name, docs_url=None, redoc_url=None)
+    app = FastAPI(title="kvir serve", version=eng.server_info()["version"], docs_url=None, redoc_url=None)
     app.state.engine = eng
     app.state.serve = ServeState(cfg, eng)
     for path, fn, method in ROUTES:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Callable
 
-from kvir.serve.engine import ServeConfig, ServeEngine
+from kvir.serve.config import ServeConfig
+from kvir.serve.engine import ServeEngine
 
 
 def _server(cfg: ServeConfig, host: str, port: int, log_level: str):
@@ -21,9 +23,10 @@ def _server(cfg: ServeConfig, host: str, port: int, log_level: str):
 
 
 def serve(cfg: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info",
-          threads: int | None = None) -> None:
+          threads: int | None = None, announce: Callable[[ServeEngine], None] | None = None) -> None:
     """Serve until interrupted (Ctrl-C / SIGTERM). Request lines (ids, tenants, counts) go to stderr.
-    `threads`: torch's intra-op threads for this process (small requests are fastest on one)."""
+    `threads`: torch's intra-op threads for this process (small requests are fastest on one); `announce`:
+    called with the engine once it is made, before the server starts."""
     import logging
 
     if threads:
@@ -38,6 +41,8 @@ def serve(cfg: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, log_le
         log.addHandler(h)
         log.setLevel(logging.INFO if log_level in ("info", "debug", "trace") else logging.WARNING)
     server, engine = _server(cfg, host, port, log_level)
+    if announce is not None:
+        announce(engine)
     try:
         server.run()
     finally:

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
+from kvir.audit.plugin import audit_parts
 from kvir.audit.rules import SEVERITIES
 from kvir.cli.present import Col, blank, cell, say, show, stderr, table
 
@@ -58,12 +59,13 @@ def _settings(r: dict) -> Text:
         out.append_text(_flag(r[key]))
         out.append(", ")
     out.append(f"transfer batch cap {show(r['transfer_batch_cap'])}; ")
-    if "prefix_caching" in r:         # kvir.audit.prefix_cache: the prefix cache and the salt of this start
-        out.append("prefix cache ")
-        out.append_text(_flag(r["prefix_caching"]))
-        out.append(", salt in the cache key ")
-        out.append_text(_flag(r["salt_honoured"]))
-        out.append("; ")
+    for part in audit_parts().values():       # what each mechanism judges this start on
+        settings = part.start_settings(r)
+        for i, (label, value) in enumerate(settings):
+            out.append(f"{', ' if i else ''}{label} ")
+            out.append_text(_flag(value))
+        if settings:
+            out.append("; ")
     out.append(_where(r["evidence_file"], r["evidence_line"]))
     return out
 

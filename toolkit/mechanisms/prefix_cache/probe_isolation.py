@@ -19,7 +19,7 @@ judged from usage.prompt_tokens_details.cached_tokens where the server reports i
 Salts (--cache-salt): `none` sends none, testing the deployment as its callers use it (a gateway that
 injects per-tenant salts passes); `per-tenant` sends a fresh random `cache_salt` per tenant, testing the
 engine's own salt isolation (what such a gateway would do). Where no reply reports cached tokens, the check
-falls back to the paired timing test (kvir.probe.timing) with the same salts: statistics reported, and the
+falls back to the paired timing test (probe_timing) with the same salts: statistics reported, and the
 verdict stays inconclusive (timing alone never proves exposure or isolation).
 """
 from __future__ import annotations
@@ -113,7 +113,7 @@ def _judge_round(r: int, got: dict[str, Sent], findings: list[Finding], a: str, 
 
 
 async def _timing_fallback(ctx: Context, n_tok: int, extra: dict, rounds: list[dict], stats: dict) -> CheckResult:
-    from kvir.probe.timing import collect_pairs, judge_pairs
+    from kvir.mechanisms.prefix_cache.probe_timing import collect_pairs, judge_pairs
 
     items, samples = await collect_pairs(ctx, CHECK, n_tok, extra)
     res = judge_pairs(CHECK, ctx, items, samples, n_tok)

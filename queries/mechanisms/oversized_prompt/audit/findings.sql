@@ -1,15 +1,15 @@
--- findings: every audit rule checked against every node start (and the runtime indicators): one row per failed or undecidable check.
--- Params: $first_fixed, $first_door, $checksum_first, $canary_first, $mechanism (the incident's: only its rules,
---         audit_rules.mechanism; the prefix-cache rules are queries/audit/prefix_findings.sql)
+-- findings: the oversized-prompt mechanism's audit rules checked against every node start (and the runtime indicators), added to findings: one row per failed or undecidable check.
+-- Params: $first_fixed, $first_door, $checksum_first, $canary_first
 --
 -- status 'fail': the evidence shows the problem. status 'unknown': the evidence needed to decide is not
 -- in the logs or the inventory; an unknown is reported, never counted as passed. Titles, fixes and
--- default severities come from audit_rules (kvir.audit.rules); severity can depend on the node's role.
+-- default severities come from audit_rules (kvir.mechanisms.oversized_prompt.audit_rules); severity can
+-- depend on the node's role.
 -- PD = the node runs with --disaggregation-mode prefill or decode. What a build does comes from
 -- node_configs.build / over_long_outcome / stub_transferred (kvir.rules.builds, the wheels' facts):
 -- $first_fixed is the first build whose code never transfers the over-long stub, $first_door the first
 -- that rejects it at the bootstrap door, $checksum_first / $canary_first where the flags first exist.
-CREATE OR REPLACE TABLE findings AS
+INSERT INTO findings BY NAME
 WITH c AS (
     SELECT n.*,
         n.role IN ('prefill', 'decode') OR n.disaggregation_mode IN ('prefill', 'decode') AS pd,
@@ -250,5 +250,4 @@ SELECT f.rule_id, f.severity, f.node, f.role, f.ts, ru.title, f.message, ru.fix,
     f.related_node, f.related_evidence,
     CASE f.severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3 WHEN 'medium' THEN 2 WHEN 'low' THEN 1 END AS severity_rank
 FROM allf AS f JOIN audit_rules AS ru USING (rule_id)
-WHERE ru.mechanism = $mechanism
 ORDER BY severity_rank DESC, f.status, f.rule_id, f.node, f.ts NULLS FIRST;

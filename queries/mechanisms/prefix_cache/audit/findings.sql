@@ -1,10 +1,10 @@
--- prefix_findings: the prefix-cache mechanism's audit rules over every node start, added to findings (one row per failed or undecidable check).
--- Params: $mechanism, $isolation, $salt_field
--- ($mechanism: the incident's, rules of another mechanism add nothing; $isolation: incident.toml [prefix_cache]
--- isolation, salt | gateway-salt | none | unknown; $salt_field: the request field that carries the salt)
+-- findings: the prefix-cache mechanism's audit rules over every node start, added to findings (one row per failed or undecidable check).
+-- Params: $isolation, $salt_field
+-- ($isolation: incident.toml [prefix_cache] isolation, salt | gateway-salt | none | unknown; $salt_field: the
+-- request field that carries the salt)
 --
--- node_configs.prefix_caching / salt_* come from kvir.audit.prefix_cache (the start-up log's setting, the
--- build's code in kvir.rules.prefix_cache); NULL there is unknown, reported as such, never passed.
+-- node_configs.prefix_caching / salt_* come from kvir.mechanisms.prefix_cache.audit_starts (the start-up
+-- log's setting, the build's code in its releases table); NULL there is unknown, reported as such, never passed.
 --   KVA013  prefix caching on (or not shown off) and the build or its cache connector does not keep the salt
 --           in the key of every tier: fail when the code says so, unknown when the build is not known.
 --   KVA014  prefix caching on and what isolates tenants is the caller's own salt (isolation "salt": a
@@ -42,5 +42,4 @@ SELECT f.rule_id, f.severity, f.node, f.role, f.ts, ru.title, f.message, ru.fix,
     f.status, ru.name AS rule_name, f.engine, f.version, f.deployment, f.config_id, f.is_current,
     NULL AS related_node, NULL AS related_evidence,
     CASE f.severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3 WHEN 'medium' THEN 2 WHEN 'low' THEN 1 END AS severity_rank
-FROM allf AS f JOIN audit_rules AS ru USING (rule_id)
-WHERE ru.mechanism = $mechanism;
+FROM allf AS f JOIN audit_rules AS ru USING (rule_id);

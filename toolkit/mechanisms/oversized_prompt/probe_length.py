@@ -1,6 +1,6 @@
 """The length check: tenant B sends the boundary set around the engine's limit, each prompt of an exact
 token count, and every answer is compared with what the engine's rule says it must be. The set is the
-engine's own (kvir.rules.engines):
+engine's own (kvir.probe.learn.boundary_lengths, from kvir.rules.engines):
     sglang   max_req_input_len - 1, itself, + 1, the pool, context - 1, context, context + 1
     vllm     context - 2, context - 1 (served with one output token), context, context + 1 (refused):
              vLLM refuses a prompt of max_model_len tokens, and will not start on a pool below it
@@ -20,43 +20,8 @@ from __future__ import annotations
 import asyncio
 
 from kvir.probe.context import Context, Sent
-from kvir.probe.learn import ServerFacts
+from kvir.probe.learn import boundary_lengths
 from kvir.probe.result import EXPOSED, INCONCLUSIVE, NOT_EXPOSED, CheckResult, Finding
-from kvir.rules.engines import max_req_input_len
-
-
-def boundary_lengths(facts: ServerFacts, engine: str = "auto") -> tuple[list[tuple[str, int]], list[str]]:
-    """[(label, tokens)] sorted by length, duplicates merged; and notes on lengths left out. `engine`: auto
-    (what the server said it is), sglang, vllm or any other name (an unknown engine)."""
-    ctx, pool = facts.context, facts.pool
-    eng = facts.engine if engine == "auto" else engine
-    cand: list[tuple[str, int]] = []
-    if eng == "sglang":
-        mril = facts.max_req_input_len
-        if mril is None and (ctx is not None or pool is not None):
-            mril = max_req_input_len(ctx, pool)
-        if mril is not None:
-            cand += [("max_req_input_len - 1", mril - 1), ("max_req_input_len", mril),
-                     ("max_req_input_len + 1", mril + 1)]
-        if pool is not None:
-            cand.append(("pool", pool))
-    elif eng == "vllm":
-        if ctx is not None:
-            cand.append(("context - 2", ctx - 2))
-    elif pool is not None:
-        cand += [("pool - 1", pool - 1), ("pool", pool), ("pool + 1", pool + 1)]
-    if ctx is not None:
-        cand += [("context - 1", ctx - 1), ("context", ctx), ("context + 1", ctx + 1)]
-    notes, merged = [], {}
-    for label, n in cand:
-        if n < 2:
-            notes.append(f"{label} ({n}) is too short to send")
-            continue
-        if ctx is not None and n > ctx + 1:
-            notes.append(f"{label} ({n:,}) is over context + 1: the context check refuses it as it does context + 1")
-            continue
-        merged.setdefault(n, []).append(label)
-    return [(" = ".join(v), n) for n, v in sorted(merged.items())], notes
 
 
 def classify(s: Sent, low: int, hard: int) -> tuple[str, list[Finding], str]:

@@ -16,7 +16,7 @@ import asyncio
 
 from kvir.probe.canary import Planted, digest, new_canary, plant_text
 from kvir.probe.context import Context
-from kvir.probe.length import boundary_lengths
+from kvir.probe.learn import boundary_lengths
 from kvir.probe.prompts import Prompt
 from kvir.probe.result import EXPOSED, INCONCLUSIVE, NOT_EXPOSED, CheckResult, Finding
 

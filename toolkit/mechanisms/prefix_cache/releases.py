@@ -1,8 +1,8 @@
-"""Prefix caching and cache salts per engine release, from toolkit/rules/prefix_cache.toml (read from the
+"""Prefix caching and cache salts per engine release, from releases.toml beside it (read from the
 wheels): is the prefix cache on, does the engine take a `cache_salt`, and does the salt reach every cache
 tier's key, with the evidence for each answer.
 
-    from kvir.rules.prefix_cache import prefix_cache_facts
+    from kvir.mechanisms.prefix_cache.releases import prefix_cache_facts
     a = prefix_cache_facts("vllm", "0.9.1", route="completions")
     a.prefix_cache_on, a.salt_accepted, a.salt_in_key     # True, False (chat only in 0.9.x), True
     prefix_cache_facts("sglang", "0.5.18", {"enable_lmcache": True}).salt_honoured   # False: LMCache keys on tokens
@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-PATH = Path(__file__).with_name("prefix_cache.toml")
+PATH = Path(__file__).with_name("releases.toml")
 ROUTES = ("completions", "chat")
 _V = re.compile(r"^\s*v?(\d+(?:\.\d+)*?)(?:\.?(post|rc|dev|a|b)(\d*))?(?:\+\S*)?\s*$", re.I)
 

@@ -41,46 +41,15 @@ def infer_start(r: dict[str, Any]) -> dict[str, Any]:
         if r["engine"] == "vllm" and r["version"]:
             out.update(_vllm_release(r["version"], set(r["line_kinds"] or []), bool(r["refused"])))
         return out
-    has_dump = r["server_args_line"] is not None and r["server_args_shape"] is not None
-    lines = [LINE_KINDS[k] for k in (r["line_kinds"] or []) if k in LINE_KINDS]
-    shape = r["server_args_shape"] if has_dump else None
-    if shape == "dict" and r["server_args_truncated"]:
-        shape = ("dict", "dict-redacted")          # the redacted watermark keys may lie past the cut
-    rng = TABLE.infer(shape=shape,
-                      keys=r["dump_markers"] if has_dump else None,
-                      complete=has_dump and not r["server_args_truncated"]
-                      and (r["dump_keys"] or 0) >= TABLE.fewest_dump_fields, lines=lines)
+    rng = _dump_range(r)
     inferred = "inferred from the start-up log: " + "; ".join(rng.evidence) if rng.evidence else None
     exact = normalise(r["version"]) if r["version"] else None
-    notes: list[str] = []
     if exact:
-        out.update(build=exact, build_lo=exact, build_hi=exact, build_open=False,
-                   build_evidence=f"version {exact} from {r['version_source']}")
-        if rng.known and not _inside(exact, rng):
-            notes.append(f"the start-up log says {rng.text} ({inferred}), which does not include {exact}")
-        row = TABLE.over_long(exact)
-        if row is None and version_key(exact) < version_key(TABLE.read[0]):
-            row = TABLE.over_long_rows[0]
-            notes.append(f"{exact} is older than every build read ({TABLE.read[0]}); the first build that does not "
-                         f"transfer the stub is {TABLE.first_fixed}, so it is taken to behave like {row.label}")
-        elif row is not None and TABLE.assumed(exact):
-            notes.append(f"{exact} is not among the builds read ({TABLE.read[0]} to {TABLE.newest_read}); taken to "
-                         f"behave like {row.label}")
-        if row is not None:
-            out.update(over_long_outcome=row.outcome, stub_transferred=bool(row.transferred))
+        notes = _exact_build(out, exact, r["version_source"], rng, inferred)
     elif rng.known:
-        out.update(build=rng.text, build_lo=rng.lo, build_hi=rng.hi, build_open=rng.open, build_evidence=inferred)
-        outs = TABLE.outcomes(rng)
-        rows = [row for row in TABLE.over_long_rows if row.outcome in outs]
-        out["over_long_outcome"] = rows[0].outcome if len(rows) == 1 else " or ".join(r_.outcome for r_ in rows)
-        tr = {bool(row.transferred) for row in rows}
-        out["stub_transferred"] = tr.pop() if len(tr) == 1 else None
-        if rng.open:
-            notes.append(f"builds after {TABLE.newest_read} are taken to behave like {TABLE.newest_read}")
-        if len(tr) > 1 or len(rows) > 1 and out["stub_transferred"] is None:
-            notes.append(f"the range spans builds that transfer the stub and builds that do not (first not "
-                         f"transferring: {TABLE.first_fixed})")
+        notes = _range_build(out, rng, inferred)
     else:
+        notes = []
         out.update(build="unknown", build_evidence=("no version named and " + (
             "; ".join(rng.evidence) if rng.evidence else "no settings dump or build-specific line in the start-up log")))
     out["build_note"] = "; ".join(notes) or None
@@ -89,6 +58,56 @@ def infer_start(r: dict[str, Any]) -> dict[str, Any]:
         out["deferred_release_default"] = TABLE.env_default_of(DEFERRED, used)
         out["batch_cap_default"] = TABLE.env_default_of(BATCH_CAP, used)
     return out
+
+
+def _dump_range(r: dict[str, Any]) -> BuildRange:
+    """The SGLang builds the start-up log allows: the settings dump's shape and fields, build-specific lines."""
+    has_dump = r["server_args_line"] is not None and r["server_args_shape"] is not None
+    lines = [LINE_KINDS[k] for k in (r["line_kinds"] or []) if k in LINE_KINDS]
+    shape = r["server_args_shape"] if has_dump else None
+    if shape == "dict" and r["server_args_truncated"]:
+        shape = ("dict", "dict-redacted")          # the redacted watermark keys may lie past the cut
+    return TABLE.infer(shape=shape,
+                       keys=r["dump_markers"] if has_dump else None,
+                       complete=has_dump and not r["server_args_truncated"]
+                       and (r["dump_keys"] or 0) >= TABLE.fewest_dump_fields, lines=lines)
+
+
+def _exact_build(out: dict[str, Any], exact: str, source: str, rng: BuildRange, inferred: str | None) -> list[str]:
+    """A named version: its row of the build table (the nearest read when it is older or newer); the notes."""
+    notes: list[str] = []
+    out.update(build=exact, build_lo=exact, build_hi=exact, build_open=False,
+               build_evidence=f"version {exact} from {source}")
+    if rng.known and not _inside(exact, rng):
+        notes.append(f"the start-up log says {rng.text} ({inferred}), which does not include {exact}")
+    row = TABLE.over_long(exact)
+    if row is None and version_key(exact) < version_key(TABLE.read[0]):
+        row = TABLE.over_long_rows[0]
+        notes.append(f"{exact} is older than every build read ({TABLE.read[0]}); the first build that does not "
+                     f"transfer the stub is {TABLE.first_fixed}, so it is taken to behave like {row.label}")
+    elif row is not None and TABLE.assumed(exact):
+        notes.append(f"{exact} is not among the builds read ({TABLE.read[0]} to {TABLE.newest_read}); taken to "
+                     f"behave like {row.label}")
+    if row is not None:
+        out.update(over_long_outcome=row.outcome, stub_transferred=bool(row.transferred))
+    return notes
+
+
+def _range_build(out: dict[str, Any], rng: BuildRange, inferred: str | None) -> list[str]:
+    """A range of builds: what they do with the over-long stub when they agree (None when not); the notes."""
+    notes: list[str] = []
+    out.update(build=rng.text, build_lo=rng.lo, build_hi=rng.hi, build_open=rng.open, build_evidence=inferred)
+    outs = TABLE.outcomes(rng)
+    rows = [row for row in TABLE.over_long_rows if row.outcome in outs]
+    out["over_long_outcome"] = rows[0].outcome if len(rows) == 1 else " or ".join(r_.outcome for r_ in rows)
+    tr = {bool(row.transferred) for row in rows}
+    out["stub_transferred"] = tr.pop() if len(tr) == 1 else None
+    if rng.open:
+        notes.append(f"builds after {TABLE.newest_read} are taken to behave like {TABLE.newest_read}")
+    if len(tr) > 1 or len(rows) > 1 and out["stub_transferred"] is None:
+        notes.append(f"the range spans builds that transfer the stub and builds that do not (first not "
+                     f"transferring: {TABLE.first_fixed})")
+    return notes
 
 
 def _vllm_release(version: str, seen: set[str], refused: bool) -> dict[str, Any]:
