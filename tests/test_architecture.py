@@ -24,8 +24,6 @@ KNOWN_LONG: set[str] = set()
 # by name. Imports from outside that issue 30's move has not yet removed, each named so that the list can only
 # shrink; it ends empty.
 TRANSITIONAL_IMPORTS: set[tuple[str, str]] = {
-    ("kvir.report.model", "kvir.mechanisms.prefix_cache.spec"),
-    ("kvir.report.mechanisms.prefix_cache", "kvir.mechanisms.prefix_cache.spec"),
     ("kvir.audit.core", "kvir.mechanisms.prefix_cache.spec"),
 }
 MECHANISM_FOLDERS = ("toolkit/mechanisms/", "queries/mechanisms/", "templates/mechanisms/")
@@ -179,11 +177,6 @@ KNOWN_NAMING: set[str] = {
     "queries/replay/prefix_evidence.sql",
     "queries/replay/prefix_history.sql",
     "queries/replay/write_results.sql",
-    "queries/report/prefix_facts.sql",
-    "queries/report/prefix_responses.sql",
-    "queries/report/prefix_sources.sql",
-    "queries/report/prefix_starts.sql",
-    "queries/report/replay_verdicts.sql",
     "queries/triage/aggregate_bounds.sql",
     "queries/triage/prefix_cache_affected.sql",
     "queries/triage/prefix_cache_counts.sql",
@@ -195,8 +188,6 @@ KNOWN_NAMING: set[str] = {
     "replay/prefix_run.py",
     "replay/results.py",
     "replay/run.py",
-    "templates/notice_affected.md.j2",
-    "templates/notice_prefix_source.md.j2",
     "toolkit/audit/__init__.py",
     "toolkit/audit/core.py",
     "toolkit/audit/prefix_cache.py",
@@ -215,18 +206,6 @@ KNOWN_NAMING: set[str] = {
     "toolkit/probe/result.py",
     "toolkit/probe/rules.py",
     "toolkit/probe/timing.py",
-    "toolkit/report/artifacts.py",
-    "toolkit/report/build.py",
-    "toolkit/report/defect.py",
-    "toolkit/report/figures.py",
-    "toolkit/report/mechanisms/__init__.py",
-    "toolkit/report/mechanisms/oversized_prompt.py",
-    "toolkit/report/mechanisms/prefix_cache.py",
-    "toolkit/report/model.py",
-    "toolkit/report/records.py",
-    "toolkit/report/renderer.py",
-    "toolkit/report/story.py",
-    "toolkit/report/timeline.py",
     "toolkit/rules/prefix_cache.py",
     "toolkit/rules/prefix_cache.toml",
     "toolkit/serve/app.py",
