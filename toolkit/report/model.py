@@ -4,7 +4,7 @@
 The headline counts are the triage's own (the case table `triage_summary` that `kvir triage` prints), so
 a number in a report is the number the responder saw in the terminal. `queries` lists every report query
 that ran (the entries Case.run logged: file, SHA-256, bound parameters, rows), so a number in any report
-can be traced to queries/report/<name>.sql. Stages that have not run (audit, replay) are recorded as not
+can be traced to queries/report/<name>.sql (or the mechanism's queries/mechanisms/<folder>/report/). Stages that have not run (audit, replay) are recorded as not
 run; nothing is filled in for them.
 """
 from __future__ import annotations
@@ -80,10 +80,6 @@ class IncidentModel:
     @property
     def labelled_accounts(self) -> list[AccountExposure]:
         return [a for a in self.accounts if a.label is not None]
-
-    @property
-    def unknown_account(self) -> AccountExposure | None:
-        return next((a for a in self.accounts if a.account_id is None), None)
 
     @property
     def notifiable_accounts(self) -> list[AccountExposure]:
