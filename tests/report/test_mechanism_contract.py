@@ -10,7 +10,6 @@ A mechanism added to the registry needs a small case here (CASES): its test fail
 from __future__ import annotations
 
 import re
-import shutil
 import typing
 from importlib import resources
 from pathlib import Path

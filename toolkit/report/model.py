@@ -4,8 +4,8 @@
 The headline counts are the triage's own (the case table `triage_summary` that `kvir triage` prints), so
 a number in a report is the number the responder saw in the terminal. `queries` lists every report query
 that ran (the entries Case.run logged: file, SHA-256, bound parameters, rows), so a number in any report
-can be traced to queries/report/<name>.sql (or the mechanism's queries/mechanisms/<folder>/report/). Stages that have not run (audit, replay) are recorded as not
-run; nothing is filled in for them.
+can be traced to queries/report/<name>.sql (or the mechanism's own, queries/mechanisms/<folder>/report/).
+Stages that have not run (audit, replay) are recorded as not run; nothing is filled in for them.
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class IncidentModel:
     traffic_gap: TrafficGap | None
     traffic_gap_query: str
     timeline: list[TimelineEvent] = field(default_factory=list)
-    candidate_sources: list[CandidateSource] = field(default_factory=list)   # the triage's (ReportPart.candidate_sources)
+    candidate_sources: list[CandidateSource] = field(default_factory=list)   # ReportPart.candidate_sources
     queries: list[dict[str, Any]] = field(default_factory=list)   # QueryLog entries of the report's queries
     warnings: list[str] = field(default_factory=list)
     models_note: str = ""           # triage's note on model names the spec missed (kvir.triage.models)

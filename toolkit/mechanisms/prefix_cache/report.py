@@ -8,6 +8,7 @@ knowledge of its engine defects (an advisory comes from [defect] alone), and no 
 from __future__ import annotations
 
 from kvir.case.store import Case
+from kvir.mechanisms.prefix_cache import MECHANISM
 from kvir.mechanisms.prefix_cache.story import PrefixCacheStory, PrefixFacts
 from kvir.report.model import Facts
 from kvir.report.plugin import CandidateNotice, PromptLimits, StoryInputs
@@ -15,7 +16,7 @@ from kvir.report.read import EvidenceNames, rows
 from kvir.report.records import CandidateSource, from_row
 from kvir.report.times import utc
 
-FOLDER = "prefix_cache"
+FOLDER = MECHANISM.folder           # its queries: queries/mechanisms/<folder>/report/
 
 
 class PrefixCacheReport:
