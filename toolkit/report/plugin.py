@@ -3,10 +3,11 @@
 A mechanism's report part (kvir.mechanisms.<m>.report.PART) has every member of ReportPart; registration
 checks it. Its story (every sentence its documents say) is a kvir.report.story.Story, whose abstract
 members a mechanism's subclass must all write (checked when the subclass is defined, i.e. when the
-mechanism registers). Its own report queries lie in queries/mechanisms/<folder>/report/ (a file there named
-as a shared one in queries/report/ replaces it for that mechanism's cases), its own templates in
-templates/mechanisms/<folder>/ (found before the shared templates/ of the same name). The report stage
-reaches a mechanism only through `report_part(name)`, never by its name.
+mechanism registers). Its own report queries lie in queries/mechanisms/<folder>/report/; one named as a
+shared query the stage runs with the case's mechanism replaces it (report/account_responses: its extra
+columns reach each notice's table as AffectedResponse.extra). Its own templates lie in
+templates/mechanisms/<folder>/, found before the shared templates/ of the same name (notice_responses.md.j2:
+that table). The report stage reaches a mechanism only through `report_part(name)`, never by its name.
 """
 from __future__ import annotations
 
