@@ -23,10 +23,7 @@ KNOWN_LONG: set[str] = set()
 # stage, and no module outside it imports it; the registry (kvir.spec.mechanism) loads the packages it lists
 # by name. Imports from outside that issue 30's move has not yet removed, each named so that the list can only
 # shrink; it ends empty.
-TRANSITIONAL_IMPORTS: set[tuple[str, str]] = {
-    ("kvir.report.model", "kvir.mechanisms.prefix_cache.spec"),
-    ("kvir.report.mechanisms.prefix_cache", "kvir.mechanisms.prefix_cache.spec"),
-}
+TRANSITIONAL_IMPORTS: set[tuple[str, str]] = set()
 MECHANISM_FOLDERS = ("toolkit/mechanisms/", "queries/mechanisms/", "templates/mechanisms/")
 NAMES_A_MECHANISM = re.compile(r"prefix.cache|oversized.prompt|freed.in.flight|PREFIX_CACHE|OVERSIZED_PROMPT",
                                re.IGNORECASE)
@@ -170,34 +167,15 @@ def files_naming_a_mechanism() -> set[str]:
 # Files outside the mechanism folders that still name a mechanism (issue 30 counted 65): each stage's move
 # empties its own; the list only shrinks, and ends as the registry alone.
 KNOWN_NAMING: set[str] = {
-    "queries/report/prefix_facts.sql",
-    "queries/report/prefix_responses.sql",
-    "queries/report/prefix_sources.sql",
-    "queries/report/prefix_starts.sql",
-    "queries/report/replay_verdicts.sql",
     "queries/triage/aggregate_bounds.sql",
     "queries/triage/prefix_cache_affected.sql",
     "queries/triage/prefix_cache_counts.sql",
     "queries/triage/prefix_cache_excluded.sql",
     "queries/triage/prefix_cache_hits.sql",
     "queries/triage/prefix_cache_summary.sql",
-    "templates/notice_affected.md.j2",
-    "templates/notice_prefix_source.md.j2",
     "toolkit/case/spec_tables.py",
     "toolkit/cli/present/triage.py",
     "toolkit/cli/triage.py",
-    "toolkit/report/artifacts.py",
-    "toolkit/report/build.py",
-    "toolkit/report/defect.py",
-    "toolkit/report/figures.py",
-    "toolkit/report/mechanisms/__init__.py",
-    "toolkit/report/mechanisms/oversized_prompt.py",
-    "toolkit/report/mechanisms/prefix_cache.py",
-    "toolkit/report/model.py",
-    "toolkit/report/records.py",
-    "toolkit/report/renderer.py",
-    "toolkit/report/story.py",
-    "toolkit/report/timeline.py",
     "toolkit/triage/listing.py",
     "toolkit/triage/prefix.py",
     "toolkit/triage/run.py",

@@ -3,7 +3,7 @@
 -- instead of serving.
 -- Params: none
 -- (Aggregated apart and joined after: DuckDB 2.0.1's compressed materialization mis-sizes the leaked-token sum
--- of the one-join form under ORDER BY n, failing or, cast, wrapping to -128: found on a prefix-cache replay.)
+-- of the one-join form under ORDER BY n, failing or, cast, wrapping to -128.)
 WITH incident AS (
     SELECT verdict, count(*) AS n, sum(coalesce(leaked_tokens, 0)) AS leaked_tokens
     FROM replay_results WHERE build_role = 'incident' GROUP BY verdict

@@ -101,8 +101,9 @@ def test_vllm_case_counts_what_the_real_server_served(vllm_case):
     assert m.counts.affected == 4 and m.counts.rejected == 0 and m.counts.undecidable == 4
     assert sorted(a.account_id for a in m.accounts) == ["t-east", "t-north", "t-west"]   # nginx's customer header
     assert m.facts.engine == "vllm" and "vllm log server.log" in m.facts.engine_source
-    assert m.facts.rule_text == "public: prompt_tokens > 200 (the KV pool)"
-    assert m.facts.other_rule_text == "engine: prompt_tokens >= 256 (context, vLLM's max_model_len)"
+    assert m.story.rule_text == "public: prompt_tokens > 200 (the KV pool)"
+    t = m.story.trigger                                    # the stored rule, bound to the case's engine
+    assert t.describe(t.other_rule) == "engine: prompt_tokens >= 256 (context, vLLM's max_model_len)"
     # the audit: one start refused (pool below max_model_len), one serving start that holds the context
     assert m.story.ev.small_pool_starts == 1 and m.story.ev.refused_small_pool_starts == 1
     assert m.node_fixes == [] or all(not f.still_vulnerable for f in m.node_fixes)

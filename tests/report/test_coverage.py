@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from kvir.cli.app import app
 from kvir.report import ARTIFACTS, report
 from kvir.report.artifacts import INDEX_TEMPLATES, KINDS, kind
+from kvir.report.plugin import report_part
 
 TEMPLATES = {p.name for p in resources.files("kvir.templates").iterdir() if p.name.endswith(".j2")}
 LISTED = {t for k in KINDS for t in k.templates} | set(INDEX_TEMPLATES)
@@ -67,6 +68,6 @@ def test_rendering_an_artifact_loads_exactly_its_templates(tmp_path, small_case,
     dst = tmp_path / "case"
     shutil.copytree(small_case, dst, ignore=shutil.ignore_patterns("reports"))
     rec = _Recording()
-    report(dst, only=[name], template_loader=rec)
-    other = {t for t, mechanism in kind(name).mechanism_only if mechanism != "oversized-prompt"}   # the small case's
-    assert rec.loaded == set(kind(name).templates) - other | set(INDEX_TEMPLATES)
+    result = report(dst, only=[name], template_loader=rec)
+    own = set(report_part(result.model.facts.mechanism.name).templates.get(name, ()))   # the small case's own
+    assert rec.loaded == set(kind(name).templates) | own | set(INDEX_TEMPLATES)

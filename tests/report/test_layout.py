@@ -129,11 +129,11 @@ def test_html_paths_wrap_only_after_separators(demo_reports):
 
 
 def test_unknown_nodes_are_written_out(tmp_path):
-    from kvir.report.timeline import _nodes
+    from kvir.report.timeline import served_on
 
-    assert _nodes(None, None) == "on unknown nodes (the logs do not name them)"
-    assert _nodes("p-0", None) == "on p-0 → unknown"
-    assert "?" not in _nodes(None, "d-1")
+    assert served_on(None, None) == "on unknown nodes (the logs do not name them)"
+    assert served_on("p-0", None) == "on p-0 → unknown"
+    assert "?" not in served_on(None, "d-1")
 
 
 def _text(path: Path) -> str:

@@ -229,19 +229,22 @@ def test_the_validators_are_default_dependencies():
 
 def test_the_declared_fix_and_the_code_are_both_quoted_only_for_sglang_evidence():
     from kvir.report.defect import defect_for
+    from kvir.report.plugin import report_part
+
+    table = report_part("oversized-prompt").defect_knowledge    # SGLang's build table
 
     raw = {"package": "sglang", "fixed_version": "0.5.22", "description": "x", "fixed_source": "a statement"}
     sglang = [{"engine": "sglang", "role": "prefill", "holds_context": False, "stub_transferred": True,
                "node": "p0", "build": "0.5.19", "build_evidence": "server_args dump shaped dict"}]
-    d, why = defect_for(raw, sglang)
+    d, why = defect_for(raw, sglang, "unknown", table)
     assert why == "" and d.source == "spec" and d.fixed_version == "0.5.22"
     assert "0.5.20 is the first build that never transfers" in d.code_note
     assert "This document uses 0.5.22, declared in incident.toml (a statement)" in d.code_note
-    assert defect_for(raw, [])[0].code_note == ""            # no SGLang evidence: the table is not applied
+    assert defect_for(raw, [], "unknown", table)[0].code_note == ""            # no SGLang evidence: the table is not applied
     vllm = {"package": "vllm", "fixed_version": "0.31.1", "description": "x"}
-    assert defect_for(vllm, sglang)[0].code_note == ""
+    assert defect_for(vllm, sglang, "unknown", table)[0].code_note == ""
     # no [defect]: the table's own defect, said as such, only when the evidence matches it
-    t, _ = defect_for({}, sglang)
+    t, _ = defect_for({}, sglang, "unknown", table)
     assert t.source == "build table" and t.fixed_version == "0.5.20" and "matched by kvir's SGLang build table" in t.how
-    none, why = defect_for({}, [])
+    none, why = defect_for({}, [], "unknown", table)
     assert none is None and "no engine advisory" in why and "[defect]" in why

@@ -1,5 +1,5 @@
-"""Every document of a prefix-cache case, from the mechanism's own wording (kvir.report.mechanisms): none of the
-oversized-prompt vocabulary (pools, placeholders, unwritten pages, prefill/decode) in any of them, the reverse
+"""Every document of a prefix-cache case, from the mechanism's own wording (kvir.mechanisms.prefix_cache.story):
+none of the oversized-prompt vocabulary (pools, placeholders, unwritten pages, prefill/decode) in any of them, the reverse
 for the demo (no salts, no prefix cache), the counts and verdicts they state equal to the case's, and the
 machine documents (CSAF incident and security advisory, OSV, CVE) valid under the same validators as the demo's.
 

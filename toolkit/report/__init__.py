@@ -7,9 +7,11 @@
     result.model                                     # the incident model every document projects
 
 Modules: artifacts (what can be rendered, from which templates), model and records (the incident model),
-build (the model from the case) with read (the report queries), timeline (hand-entered and derived events
-merged), renderer (one method per artifact) with markup (Jinja, escaping) and tables (CSV, JSONL),
-machine (CSAF / OSV / CVE values), validate, figures, manifest, render (report()).
+build (the model from the case) with read (the report queries), plugin (what the stage asks of the case's
+mechanism: ReportPart) and story (the sentences every document takes from the mechanism: Story), defect
+(the engine defect an advisory describes), timeline (hand-entered and derived events merged), renderer
+(one method per artifact) with markup (Jinja, escaping) and tables (CSV, JSONL), machine (CSAF / OSV / CVE
+values), validate, figures, manifest, render (report()).
 """
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """What `kvir report` can render: each artifact's name (what `--only` accepts), what it is, and the
-templates it renders (tests/report/test_coverage.py checks this list against templates/ and the CLI help).
+templates it renders (tests/report/test_coverage.py checks this list against templates/ and the CLI help;
+a mechanism's own templates, in templates/mechanisms/<folder>/, are listed by its report part:
+kvir.report.plugin.ReportPart.templates).
 
     reports/index.html                 entry page: counts, links, validation, warnings, figures
     reports/manifest.json              SHA-256 of every artifact and of the case inputs; queries; validation
@@ -25,8 +27,7 @@ class ArtifactKind:
     templates: tuple[str, ...]     # the templates/ files it renders (none: figures are drawn by matplotlib)
     machine: bool = False          # a machine document: rendered (and validated) before the prose documents
     engine_advisory: bool = False  # describes the engine defect: rendered only when the case has one
-                                   # (incident.toml [defect], or one the build table matches: kvir.report.defect)
-    mechanism_only: tuple[tuple[str, str], ...] = ()   # (template, mechanism): rendered for that mechanism only
+                                   # (incident.toml [defect], or one kvir's tables match: kvir.report.defect)
 
     @property
     def method(self) -> str:
@@ -49,8 +50,7 @@ KINDS: tuple[ArtifactKind, ...] = (
     ArtifactKind("cve", "CVE 5.1 CNA container draft for the engine defect", ("cve_cna.json.j2",), machine=True,
                  engine_advisory=True),
     ArtifactKind("notices", "one processor-to-controller notice per affected account and per source account",
-                 ("notice_affected.md.j2", "notice_source.md.j2", "notice_prefix_source.md.j2", PROSE_HTML),
-                 mechanism_only=(("notice_prefix_source.md.j2", "prefix-cache"),)),
+                 ("notice_affected.md.j2", "notice_responses.md.j2", "notice_source.md.j2", PROSE_HTML)),
     ArtifactKind("gdpr", "GDPR Art. 33 notification draft with its 72-hour clock", ("gdpr_art33.md.j2", PROSE_HTML)),
     ArtifactKind("figures", "the figures as PNG files, which the HTML pages embed", ()),
 )

@@ -1,6 +1,8 @@
 """Building the incident model from the case alone: the tables written by triage, audit and replay, and
-the spec facts that triage recorded. Each question is one query in queries/report/ over all accounts (run
-once through Case.run, logged in the manifest); the rows are split by account in memory.
+the spec facts that triage recorded. Each question is one query in queries/report/ (or the case's
+mechanism's own, queries/mechanisms/<folder>/report/) over all accounts (run once through Case.run, logged
+in the manifest); the rows are split by account in memory and made records by column name. What differs
+by mechanism the case's mechanism's report part says (kvir.report.plugin.ReportPart).
 """
 from __future__ import annotations
 
@@ -10,23 +12,22 @@ from pathlib import Path
 from typing import Any
 
 from kvir.audit.rules import RULES_BY_ID
-from kvir.case.spec_tables import incident_mechanism, read_disclosure
+from kvir.case.spec_tables import case_mechanism, read_disclosure
 from kvir.case.store import Case
 from kvir.core.errors import KvirError
 from kvir.core.files import sha256_file
 from kvir.report.defect import defect_for
-from kvir.report.disclosure import parse_disclosure
+from kvir.report.disclosure import Disclosure, parse_disclosure
 from kvir.report.model import Counts, Facts, IncidentModel
-from kvir.report.mechanisms import PrefixFacts, make_story
-from kvir.report.story import Evidence
-from kvir.spec.mechanism import OVERSIZED_PROMPT
-from kvir.rules.engines import ENGINES, EngineChoice
 from kvir.report.plotting import bin_edges, limit_values
+from kvir.report.plugin import ReportPart, StoryInputs, report_part
 from kvir.report.read import EvidenceNames, grouped, home, rows
-from kvir.report.records import (AccountExposure, AffectedResponse, CandidateSource, Finding, HistogramBin,
-                                 Indicator, NodeExposure, NodeFix, ReplaySummary, ReplayVerdict, SourceExposure,
-                                 SourceRequest, Stage, TrafficGap)
+from kvir.report.records import (AccountExposure, AffectedResponse, Finding, HistogramBin, Indicator,
+                                 NodeExposure, NodeFix, ReplaySummary, ReplayVerdict, SourceExposure,
+                                 SourceRequest, Stage, TrafficGap, from_row)
+from kvir.report.story import Evidence, Story
 from kvir.report.times import iso, utc
+from kvir.rules.engines import ENGINES, EngineChoice
 
 NEEDED_TABLES = ("affected", "accounts", "nodes", "triage_hits", "excluded", "requests", "account_rules")
 BINS_PER_DECADE = 10
@@ -36,37 +37,29 @@ def _facts(case: Case) -> Facts:
     if not case.has("incident"):
         raise KvirError("the case has no `incident` table: run `kvir triage` first", path=str(home(case)))
     kv = dict(case.con.execute("SELECT key, value FROM incident").fetchall())
-    mechanism, prefix_cache = incident_mechanism(case)
-    need = ("id", "title", "models", "window_start", "window_end") + (
-        ("pool_tokens", "context_tokens", "rule") if mechanism == OVERSIZED_PROMPT else ())
-    missing = [k for k in need if k not in kv]
+    missing = [k for k in ("id", "title", "models", "window_start", "window_end") if k not in kv]
     if missing:
         raise KvirError(f"the case's incident table lacks {', '.join(missing)}", path=str(home(case)))
-    engine = kv.get("engine") if kv.get("engine") in ENGINES else "unknown"
-    pool, context = (int(kv["pool_tokens"]), int(kv["context_tokens"])) if mechanism == OVERSIZED_PROMPT else (None, None)
+    mechanism, params = case_mechanism(case)
     return Facts(
         id=kv["id"], title=kv["title"], models=tuple(json.loads(kv["models"])),
         window_start=utc(kv["window_start"]), window_end=utc(kv["window_end"]),
-        pool_tokens=pool, context_tokens=context, rule=kv.get("rule") or "", mechanism=mechanism,
-        prefix_cache=prefix_cache,
-        engine=engine, engine_source=kv.get("engine_source") or "not recorded by triage (triage again)",
-        model_names=tuple(json.loads(kv.get("model_names") or kv["models"])),
+        engine=kv.get("engine") if kv.get("engine") in ENGINES else "unknown",
+        engine_source=kv.get("engine_source") or "not recorded by triage (triage again)",
         spec_path=EvidenceNames.of(case).path(kv.get("spec_path", "")),
         awareness_time=utc(kv["awareness_time"]) if kv.get("awareness_time") else None,
+        mechanism=mechanism, params=params, model_names=tuple(json.loads(kv.get("model_names") or kv["models"])),
     )
 
 
-def _counts(case: Case, warns: list[str], mechanism: str) -> Counts:
-    """The triage's headline counts (table triage_summary), exactly as `kvir triage` printed them. A
-    prefix-cache case's affected table holds the possibly affected responses beside the affected ones."""
+def _counts(case: Case, warns: list[str], part: ReportPart) -> Counts:
+    """The triage's headline counts (table triage_summary), exactly as `kvir triage` printed them. The affected
+    table may hold the mechanism's possibly affected responses beside the affected ones."""
     if not case.has("triage_summary"):
         raise KvirError("the case has no `triage_summary` table (triaged by an older kvir): run `kvir triage` "
                         "again", path=str(home(case)))
     h = rows(case, "headline")[0]
-    possibly = 0
-    if mechanism != OVERSIZED_PROMPT and "possibly_affected" in case.columns("triage_summary"):
-        possibly = int(rows(case, "prefix_facts")[0]["possibly_affected"] or 0)
-    if int(h["affected_now"]) != int(h["affected"]) + possibly:
+    if int(h["affected_now"]) != int(h["affected"]) + part.possibly_affected(case):
         warns.append(f"the triage summary says {h['affected']} affected responses, the case's affected table now "
                      f"holds {h['affected_now']}: run `kvir triage` again before publishing")
     return Counts.from_row(h)
@@ -84,43 +77,47 @@ def _stages(case: Case) -> list[Stage]:
     return out
 
 
-def _accounts(case: Case, replay_ran: bool, mechanism: str) -> list[AccountExposure]:
-    responses = grouped(rows(case, "account_responses" if mechanism == OVERSIZED_PROMPT else "prefix_responses"),
-                        "account_id")
+def _accounts(case: Case, replay_ran: bool, folder: str) -> list[AccountExposure]:
+    """Every affected account with its responses (report/account_responses, the mechanism's own where it has
+    one: its extra columns ride along by name) and its replay verdicts."""
+    responses = grouped(rows(case, "account_responses", mechanism=folder), "account_id")
     replays = grouped(rows(case, "account_replays"), "account_id") if replay_ran else {}
     out = []
     for a in rows(case, "accounts"):
-        acc = AccountExposure(a["account_id"], a["label"], a["label_reason"], bool(a["excluded"]), int(a["affected"]),
-                              utc(a["first_affected"]), utc(a["last_affected"]))
+        acc = from_row(AccountExposure, a, reason=a["label_reason"], excluded=bool(a["excluded"]),
+                       affected=int(a["affected"]), first=utc(a["first_affected"]), last=utc(a["last_affected"]))
         if acc.account_id is not None:
-            acc.responses = [AffectedResponse(r["request_id"], utc(r["ts"]), utc(r["ts_end"]), r["prompt_tokens"],
-                                              r["completion_tokens"], r["http_status"], r["finish_reason"],
-                                              r.get("verdict"), r.get("cached_tokens"), r.get("source_tenants"))
-                             for r in responses.get(acc.account_id, [])]
-            acc.replay = [ReplayVerdict(r["request_id"], r["verdict"], r["leaked_tokens"], int(r["foreign_requests"]),
-                                        r["reason"])
+            acc.responses = [AffectedResponse.of(r) for r in responses.get(acc.account_id, [])]
+            acc.replay = [from_row(ReplayVerdict, r, foreign_requests=int(r["foreign_requests"]))
                           for r in replays.get(acc.account_id, [])]
         out.append(acc)
     return out
 
 
-def _audit(case: Case) -> tuple[list[NodeFix], list[Finding], list[Indicator]]:
+def _audit(case: Case, part: ReportPart, mechanism: str) -> tuple[list[NodeFix], list[Finding], list[Indicator]]:
+    """The audit's node fixes, findings and runtime indicators, as far as the case's mechanism's documents show
+    them: its own findings (a rule of another mechanism's audit checks what this incident is not about)."""
     names = EvidenceNames.of(case)
 
     def ev(r: dict[str, Any], prefix: str) -> str:
         return names.evidence(r[f"{prefix}_file"], r[f"{prefix}_line"])
 
-    fixes = [NodeFix(r["node"], r["role"], int(r["starts"]), utc(r["vulnerable_from"]), r["vulnerable_pool"],
-                     r["vulnerable_context"], ev(r, "vulnerable"), utc(r["fixed_at"]), r["fixed_version"],
-                     r["fixed_pool"], r["fixed_context"], ev(r, "fixed"), bool(r["still_vulnerable"]))
+    fixes = [from_row(NodeFix, r, starts=int(r["starts"]), vulnerable_from=utc(r["vulnerable_from"]),
+                      vulnerable_evidence=ev(r, "vulnerable"), fixed_at=utc(r["fixed_at"]),
+                      fixed_evidence=ev(r, "fixed"), still_vulnerable=bool(r["still_vulnerable"]))
              for r in rows(case, "node_fixes")] if case.has("node_configs") else []
-    findings = [Finding(r["rule_id"], r["severity"], r["node"], r["role"], utc(r["ts"]), r["title"] or "",
-                        r["message"] or "", r["fix"] or "", ev(r, "evidence"))
+    findings = [from_row(Finding, r, ts=utc(r["ts"]), title=r["title"] or "", message=r["message"] or "",
+                         fix=r["fix"] or "", evidence=ev(r, "evidence"))
                 for r in rows(case, "findings")] if case.has("findings") else []
-    indicators = [Indicator(r["node"], r["role"], r["indicator"], int(r["n"] or 0), utc(r["first_ts"]),
-                            utc(r["last_ts"]), ev(r, "evidence"))
+    indicators = [from_row(Indicator, r, n=int(r["n"] or 0), first_ts=utc(r["first_ts"]), last_ts=utc(r["last_ts"]),
+                           evidence=ev(r, "evidence"))
                   for r in rows(case, "runtime_events")] if case.has("runtime_indicators") else []
-    return fixes, findings, indicators
+    # Seam: the audit stage says which mechanism each rule checks (kvir.audit.rules.Rule.mechanism); a finding
+    # of a rule it does not list is kept.
+    findings = [f for f in findings if RULES_BY_ID.get(f.rule_id) is None
+                or RULES_BY_ID[f.rule_id].mechanism == mechanism]
+    return (fixes if part.shows_node_fixes else [], findings,
+            indicators if part.shows_runtime_indicators else [])
 
 
 def _replay(case: Case, warns: list[str]) -> ReplaySummary:
@@ -139,9 +136,9 @@ def _replay(case: Case, warns: list[str]) -> ReplaySummary:
         return replay
     requests = grouped(rows(case, "source_requests"), "account_id")
     for s in rows(case, "replay_sources"):
-        src = SourceExposure(s["account_id"], s["label"], int(s["source_requests"]), int(s["reader_responses"]),
-                             s["tokens"])
-        src.requests = [SourceRequest(r["request_id"], utc(r["ts"]), int(r["reached_responses"]), r["tokens"])
+        src = from_row(SourceExposure, s, source_requests=int(s["source_requests"]),
+                       reader_responses=int(s["reader_responses"]))
+        src.requests = [from_row(SourceRequest, r, ts=utc(r["ts"]), reached_responses=int(r["reached_responses"]))
                         for r in requests.get(src.account_id, [])]
         replay.sources.append(src)
     return replay
@@ -153,13 +150,14 @@ def _traffic_gap(case: Case, facts: Facts, search_from, minutes: float) -> Traff
     if not found:
         return None
     g, names = found[0], EvidenceNames.of(case)
-    return TrafficGap(g["before_id"], utc(g["before_ts"]), names.evidence(g["before_file"], g["before_line"]),
-                      g["after_id"], utc(g["after_ts"]), names.evidence(g["after_file"], g["after_line"]),
-                      float(g["gap_s"]))
+    return from_row(TrafficGap, g, before_ts=utc(g["before_ts"]), after_ts=utc(g["after_ts"]),
+                    before_evidence=names.evidence(g["before_file"], g["before_line"]),
+                    after_evidence=names.evidence(g["after_file"], g["after_line"]), gap_s=float(g["gap_s"]))
 
 
-def _story(case: Case, facts: Facts, counts: Counts):
-    """The engine, the defect and what the logs show, for the wording of every document (kvir.report.story)."""
+def _story(case: Case, facts: Facts, part: ReportPart, node_fixes: list[NodeFix]) -> Story:
+    """The engine, the defect and what the logs show, for the wording of every document: the mechanism's
+    story over them (kvir.report.story)."""
     e = rows(case, "evidence_facts")[0]
     starts = rows(case, "start_facts") if case.has("node_configs") else []
     small = [r for r in starts if r["small_pool"]]
@@ -167,22 +165,31 @@ def _story(case: Case, facts: Facts, counts: Counts):
     holding = sum(1 for r in starts if not r["refused"] and r["holds_context"])
     ev = Evidence(int(e["pd_responses"] or 0), int(e["placeholder_responses"] or 0), case.has("node_configs"),
                   len(small), sum(1 for r in small if r["refused"]), first, holding)
-    prefix = _prefix_facts(case, facts) if facts.mechanism != OVERSIZED_PROMPT else None
-    defect, why = defect_for(read_disclosure(case, "defect"), starts, facts.engine, mechanism=facts.mechanism)
+    defect, why = defect_for(read_disclosure(case, "defect"), starts, facts.engine, part.defect_knowledge)
     choice = EngineChoice(ENGINES[facts.engine], facts.engine_source)
-    return make_story(choice, facts.trigger, defect, why, ev, prefix=prefix)
+    return part.story(StoryInputs(case, facts, choice, defect, why, ev, tuple(node_fixes)))
 
 
-def _prefix_facts(case: Case, facts: Facts) -> PrefixFacts:
-    """The prefix-cache story's facts: the triage's counts beside `affected`, the audit's starts."""
-    c = rows(case, "prefix_facts")[0] if "cannot_decide" in case.columns("triage_summary") else {}
-    audited = case.has("node_configs") and "salt_honoured" in case.columns("node_configs")
-    names = EvidenceNames.of(case)
-    starts = tuple({**r, "evidence": names.evidence(r["evidence_file"], r["evidence_line"])}
-                   for r in rows(case, "prefix_starts")) if audited else ()
-    return PrefixFacts(facts.prefix_cache, int(c.get("possibly_affected") or 0), int(c.get("cannot_decide") or 0),
-                       int(c.get("cache_hits") or 0), int(c.get("instances") or 0), int(c.get("source_tenants") or 0),
-                       starts)
+def _disclosure(case: Case, facts: Facts, warns: list[str]) -> tuple[dict[str, Any], Disclosure]:
+    """[disclosure] as the case stores it (raw) and typed; its unknown keys said in `warns`."""
+    raw = read_disclosure(case)
+    if facts.awareness_time is not None:
+        raw.setdefault("awareness_time", iso(facts.awareness_time))
+    disclosure = parse_disclosure(raw, facts.id)
+    if disclosure.unknown_keys:
+        warns.append("unknown [disclosure] key(s) ignored: " + ", ".join(disclosure.unknown_keys)
+                     + " (see the keys in `kvir init`'s template)")
+    return raw, disclosure
+
+
+def _histogram(case: Case, facts: Facts, part: ReportPart) -> list[HistogramBin]:
+    """Prompt lengths of the model's requests in the window, in log bins split at the mechanism's prompt
+    limits (the figure's lines: no bar spans one)."""
+    bpd = BINS_PER_DECADE
+    lines = limit_values(x.tokens for x in part.prompt_limits(facts).lines)
+    window = {"models": list(facts.model_names), "window_start": facts.window_start, "window_end": facts.window_end}
+    return [HistogramBin(*bin_edges(b["bin"], b["seg"], bpd, lines), int(b["n"]), int(b["n_affected"]))
+            for b in rows(case, "prompt_histogram", {**window, "bins_per_decade": bpd, "lines": lines})]
 
 
 def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentModel:
@@ -192,45 +199,28 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
 
     logged = len(case.log.entries)
     facts = _facts(case)
-    raw_disclosure = read_disclosure(case)
-    if facts.awareness_time is not None:
-        raw_disclosure.setdefault("awareness_time", iso(facts.awareness_time))
-    disclosure = parse_disclosure(raw_disclosure, facts.id)
+    part = report_part(facts.mechanism.name)
     warns = list(warnings or [])
-    if disclosure.unknown_keys:
-        warns.append("unknown [disclosure] key(s) ignored: " + ", ".join(disclosure.unknown_keys)
-                     + " (see the keys in `kvir init`'s template)")
+    raw_disclosure, disclosure = _disclosure(case, facts, warns)
     for k in NEEDED_TABLES:
         if not case.has(k):
             raise KvirError(f"the case has no `{k}` table: run `kvir triage` first", path=str(home(case)))
-    window = {"models": list(facts.model_names), "window_start": facts.window_start, "window_end": facts.window_end}
-    counts = _counts(case, warns, facts.mechanism)
+    counts = _counts(case, warns, part)
     stages = _stages(case)
     replay_ran = stages[2].ran
-    accounts = _accounts(case, replay_ran, facts.mechanism)
-    nodes = [NodeExposure(n["node"], n["role"], int(n["affected"]), utc(n["first_affected"]),
-                          utc(n["last_affected"]), int(n["accounts"])) for n in rows(case, "nodes")]
-    node_fixes, findings, indicators = _audit(case)
-    if facts.mechanism != OVERSIZED_PROMPT:   # pool-vs-context restarts and PD indicators are another mechanism's
-        node_fixes, indicators = [], []
-    findings = [f for f in findings if RULES_BY_ID.get(f.rule_id) is None
-                or RULES_BY_ID[f.rule_id].mechanism == facts.mechanism]
+    accounts = _accounts(case, replay_ran, facts.mechanism.folder)
+    nodes = [from_row(NodeExposure, n, affected=int(n["affected"]), first=utc(n["first_affected"]),
+                      last=utc(n["last_affected"]), accounts=int(n["accounts"])) for n in rows(case, "nodes")]
+    node_fixes, findings, indicators = _audit(case, part, facts.mechanism.name)
     replay = _replay(case, warns) if replay_ran else None
-    bpd = BINS_PER_DECADE
-    lines = limit_values(facts)          # bins split at the figure's limit lines: no bar spans one
-    hist = [HistogramBin(*bin_edges(b["bin"], b["seg"], bpd, lines), int(b["n"]), int(b["n_affected"]))
-            for b in rows(case, "prompt_histogram", {**window, "bins_per_decade": bpd, "lines": lines})]
+    hist = _histogram(case, facts, part)
     by_hour = [(utc(r["hour"]), int(r["n"])) for r in rows(case, "affected_by_hour")]
     gap = _traffic_gap(case, facts, disclosure.awareness_time or facts.window_start, disclosure.traffic_gap_minutes)
-
-    story = _story(case, facts, counts)
+    story = _story(case, facts, part, node_fixes)
     if "data_exposed" not in raw_disclosure:      # the default is what the mechanism exposes
         disclosure = replace(disclosure, data_exposed=story.data_exposed)
-    if story.no_advisory:
-        warns.append(story.no_advisory)
-    if story.contradicted:
-        warns.append("the start-up logs contradict incident.toml [trigger]: no start served on a KV pool below the "
-                     "context, and every start that served held the whole context (check pool_tokens, or the nodes)")
+    warns += [story.no_advisory] if story.no_advisory else []
+    warns += story.warnings
     models_note = ((case.manifest.get("triage") or {}).get("summary") or {}).get("models_seen", {}).get("note", "")
     if models_note:
         warns.append("models: " + models_note)
@@ -238,12 +228,9 @@ def build_model(case: Case, *, warnings: list[str] | None = None) -> IncidentMod
         facts=facts, counts=counts, accounts=accounts, nodes=nodes, node_fixes=node_fixes, findings=findings,
         indicators=indicators, replay=replay, stages=stages, disclosure=disclosure, story=story, histogram=hist,
         by_hour=by_hour, traffic_gap=gap, traffic_gap_query="queries/report/traffic_gap.sql",
-        warnings=warns, models_note=models_note, case_path=home(case).name, case_inputs=list(case.manifest.get("inputs") or []),
+        candidate_sources=part.candidate_sources(case), warnings=warns, models_note=models_note,
+        case_path=home(case).name, case_inputs=list(case.manifest.get("inputs") or []),
     )
-    if facts.mechanism != OVERSIZED_PROMPT:
-        model.candidate_sources = [CandidateSource(r["account_id"], int(r["responses"]), int(r["affected"]),
-                                                   utc(r["first_ts"]), utc(r["last_ts"]))
-                                   for r in rows(case, "prefix_sources")]
     model.timeline = build_timeline(case, model)
     model.queries = list(case.log.entries[logged:])
     return model

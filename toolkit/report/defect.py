@@ -1,18 +1,18 @@
-"""The engine defect an advisory describes: declared in incident.toml's [defect], or a defect kvir's SGLang
-build table (kvir.rules.builds, read from the wheels) matches on the case's start-up evidence, said as
-such. Without either there is no engine advisory: `Defect` is None and the index says why and what to add.
+"""The engine defect an advisory describes: declared in incident.toml's [defect], or a defect that kvir's
+knowledge of the case's mechanism (its report part's DefectKnowledge, e.g. the SGLang build table read from
+the wheels) matches on the case's start-up evidence, said as such. Without either there is no engine
+advisory: `Defect` is None and the index says why and what to add.
 
-    defect_for(raw_spec_defect, node_configs_rows) -> (Defect | None, why_not)
+    defect_for(raw_spec_defect, node_configs_rows, engine, knowledge) -> (Defect | None, why_not)
 """
 from __future__ import annotations
 
 import datetime as dt
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kvir.core.errors import KvirError
-from kvir.rules.builds import TABLE as BUILDS
 
 # CWE ids kvir may cite, with their catalogue names (CSAF mandatory test 6.1.11 checks the name).
 CWE_NAMES = {
@@ -54,7 +54,20 @@ class Defect:
             f" before {self.fixed_version}"
 
 
-def _from_spec(raw: dict[str, Any], sglang_evidence: bool) -> Defect:
+class DefectKnowledge(Protocol):
+    """What kvir ships about one mechanism's engine defects (a mechanism without any has None)."""
+
+    def match(self, configs: list[dict[str, Any]]) -> Defect | None:
+        """The defect kvir's tables match on the case's node starts (node_configs rows), or None."""
+
+    def note(self, package: str, fixed_version: str, fixed_source: str, engine: str,
+             configs: list[dict[str, Any]]) -> str:
+        """Where kvir's tables, applied because the evidence is that engine's, place a declared fix differently
+        ('' when they do not apply or agree)."""
+
+
+def _from_spec(raw: dict[str, Any], engine: str, configs: list[dict[str, Any]],
+               knowledge: DefectKnowledge | None) -> Defect:
     def err(key: str, msg: str) -> KvirError:
         return KvirError(msg, key=f"defect.{key}")
 
@@ -86,78 +99,25 @@ def _from_spec(raw: dict[str, Any], sglang_evidence: bool) -> Defect:
             raise err("fixed_release_date", f"expected a date like 2026-02-01, got {date!r}") from None
     package = text("package")
     fixed = text("fixed_version")
-    note = ""
-    if sglang_evidence and package.lower() == "sglang" and fixed != BUILDS.first_fixed:
-        note = (f"kvir's SGLang build table (read from the published wheels, applied because the evidence is "
-                f"SGLang's) places the fix differently: {fixed_evidence()} This document uses {fixed}, declared in "
-                f"incident.toml"
-                + (f" ({text('fixed_source')})" if text("fixed_source") else "") + ".")
+    note = knowledge.note(package, fixed, text("fixed_source"), engine, configs) if knowledge else ""
     return Defect("spec", "declared in incident.toml [defect]", package, text("ecosystem", "PyPI"), text("vendor"),
                   repo, text("title") or f"{package}: engine defect behind incident", text("description"),
                   text("introduced_version", "0"), fixed, date, text("fixed_source"), tuple(refs), cwe,
                   text("workaround"), note)
 
 
-@dataclass(frozen=True)
-class TableMatch:
-    """SGLang prefill starts of the case whose build the table says transfers the over-long stub."""
-
-    nodes: tuple[str, ...]
-    builds: tuple[str, ...]
-    evidence: tuple[str, ...]       # how each build was placed (the audit's build_evidence)
-
-
-
-def fixed_evidence() -> str:
-    """What the build table read in the wheels' code about the fix of the over-long stub."""
-    t = BUILDS
-    retire, door = t.over_long(t.first_fixed), t.over_long(t.first_door_reject)
-    return (f"{t.first_fixed} is the first build that never transfers the over-long request ({retire.summary}; "
-            f"{retire.evidence.file}: {retire.evidence.function}) and {t.first_door_reject} the first that "
-            f"rejects it at the bootstrap door ({door.evidence.function}); every build read up to "
-            f"{t.read[t.read.index(t.first_fixed) - 1]} transfers it.")
-
-
-def table_match(configs: list[dict[str, Any]]) -> TableMatch | None:
-    """The case's SGLang PD prefill starts with a pool below the context on a build the table says
-    transfers the over-long stub (node_configs after the audit), or None."""
-    hits = [c for c in configs if c.get("engine") == "sglang" and c.get("role") == "prefill"
-            and c.get("holds_context") is False and c.get("stub_transferred") is True]
-    if not hits:
-        return None
-    return TableMatch(tuple(sorted({str(c["node"]) for c in hits})), tuple(sorted({str(c["build"]) for c in hits})),
-                      tuple(sorted({str(c.get("build_evidence") or "") for c in hits}))[:3])
-
-
-def _from_table(m: TableMatch) -> Defect:
-    t = BUILDS
-    row = t.over_long_rows[0]
-    return Defect(
-        "build table",
-        f"matched by kvir's SGLang build table (read from the published wheels, kvir/rules/builds.toml) on the "
-        f"start-up evidence of {', '.join(m.nodes)}: build {', '.join(m.builds)} ({'; '.join(m.evidence)})",
-        "sglang", "PyPI", t.vendor, t.repo,
-        "sglang: a prompt that does not fit the prefill KV pool is served from another request's KV cache "
-        "(prefill/decode disaggregation)",
-        f"With prefill/decode disaggregation, a request of max_req_input_len tokens or more: {row.summary} "
-        f"({row.evidence.file}: {row.evidence.function}).",
-        row.first, t.first_fixed, None, "the code of the published wheels (kvir's SGLang build table)",
-        (t.repo,), "CWE-226", "", f"In the published wheels, {fixed_evidence()}")
-
-
-def defect_for(raw: dict[str, Any], configs: list[dict[str, Any]], engine: str = "unknown", *,
-               mechanism: str = "oversized-prompt") -> tuple[Defect | None, str]:
+def defect_for(raw: dict[str, Any], configs: list[dict[str, Any]], engine: str,
+               knowledge: DefectKnowledge | None) -> tuple[Defect | None, str]:
     """(the defect an engine advisory describes, or None with the reason there is none). `configs`: the
-    case's node starts (node_configs); `engine`: the serving engine triage recorded. The SGLang build table
-    knows the oversized-prompt defect only: another mechanism's advisory comes from [defect] alone."""
-    if mechanism != "oversized-prompt":
+    case's node starts (node_configs); `engine`: the serving engine triage recorded; `knowledge`: the case's
+    mechanism's (None: it has none, and its advisory comes from [defect] alone)."""
+    if knowledge is None:
         configs = []
-    match = table_match(configs)
     if raw:
-        sglang = mechanism == "oversized-prompt" and (engine == "sglang" or any(c.get("engine") == "sglang" for c in configs))
-        return _from_spec(raw, sglang), ""
+        return _from_spec(raw, engine, configs, knowledge), ""
+    match = knowledge.match(configs) if knowledge else None
     if match is not None:
-        return _from_table(match), ""
+        return match, ""
     why = ("no engine advisory: incident.toml declares no engine defect ([defect]), and "
            + ("the case's start-up evidence matches no defect kvir knows" if configs else
               "the case holds no start-up evidence (kvir audit) that matches a defect kvir knows")

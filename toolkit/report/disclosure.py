@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from kvir.core.errors import KvirError
@@ -56,10 +56,6 @@ KEYS: dict[str, str] = {
     "lucky": "list: post-mortem lessons, where we got lucky",
 }
 
-DEFAULT_EXPOSED = [
-    "fragments of text derived from other requests' prompts and completions (KV-cache contents) that "
-    "appeared in the affected responses",
-]
 DEFAULT_NOT_EXPOSED = [
     "account data, API keys, credentials and billing data (never held in the KV cache)",
     "request metadata of other customers (ids, times, sizes are not part of the KV cache)",
@@ -101,7 +97,7 @@ class Disclosure:
     published_at: dt.datetime | None = None
     traffic_gap_minutes: float = 30.0
     timeline_tolerance_minutes: float = 5.0
-    data_exposed: tuple[str, ...] = tuple(DEFAULT_EXPOSED)
+    data_exposed: tuple[str, ...] = ()   # unset: what the mechanism exposes (its story's data_exposed)
     data_not_exposed: tuple[str, ...] = tuple(DEFAULT_NOT_EXPOSED)
     action_items: tuple[ActionItem, ...] = ()
     went_well: tuple[str, ...] = ()
@@ -141,60 +137,65 @@ NEEDED = ("provider", "provider_namespace", "contact", "dpo_contact", "reporter"
 def parse_disclosure(raw: dict[str, Any], incident_id: str) -> Disclosure:
     """Typed [disclosure] from the case's `disclosure` table (JSON values). Bad values raise KvirError
     naming the key; unknown keys are kept aside and reported as warnings."""
-    def err(key: str, msg: str) -> KvirError:
-        return KvirError(msg, key=f"disclosure.{key}")
-
-    kw: dict[str, Any] = {}
     names = {f.name for f in fields(Disclosure)} - {"unknown_keys", "missing"}
     unknown = tuple(sorted(k for k in raw if k not in names))
-    for k, v in raw.items():
-        if k not in names:
-            continue
-        if k in _DATETIMES:
-            kw[k] = parse_utc(v, lambda m, k=k: err(k, m))
-        elif k in _LISTS:
-            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-                raise err(k, "expected a list of strings")
-            kw[k] = tuple(v)
-        elif k in _NUMBERS:
-            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-                raise err(k, f"expected a non-negative number of minutes, got {v!r}")
-            kw[k] = float(v)
-        elif k == "action_items":
-            if not isinstance(v, list) or not all(isinstance(x, dict) and isinstance(x.get("title"), str) for x in v):
-                raise err(k, "expected an array of tables with at least a title: [[disclosure.action_items]]")
-            kw[k] = tuple(ActionItem(str(x["title"]), str(x.get("type", "prevent")), str(x.get("owner", "")),
-                                     str(x.get("bug", ""))) for x in v)
-        else:
-            if not isinstance(v, str):
-                raise err(k, f"expected a string, got {v!r}")
-            kw[k] = v.strip()
-    d = Disclosure(**kw)
+    d = Disclosure(**{k: _value(k, v) for k, v in raw.items() if k in names})
+    _check(d)
+    missing = tuple(k for k in NEEDED if not getattr(d, k))
+    return replace(d, advisory_id=d.advisory_id or incident_id, unknown_keys=unknown, missing=missing)
+
+
+def _err(key: str, msg: str) -> KvirError:
+    return KvirError(msg, key=f"disclosure.{key}")
+
+
+def _value(k: str, v: Any) -> Any:
+    """One key's value, typed by the kind of key it is."""
+    if k in _DATETIMES:
+        return parse_utc(v, lambda m: _err(k, m))
+    if k in _LISTS:
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise _err(k, "expected a list of strings")
+        return tuple(v)
+    if k in _NUMBERS:
+        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+            raise _err(k, f"expected a non-negative number of minutes, got {v!r}")
+        return float(v)
+    if k == "action_items":
+        if not isinstance(v, list) or not all(isinstance(x, dict) and isinstance(x.get("title"), str) for x in v):
+            raise _err(k, "expected an array of tables with at least a title: [[disclosure.action_items]]")
+        return tuple(ActionItem(str(x["title"]), str(x.get("type", "prevent")), str(x.get("owner", "")),
+                                str(x.get("bug", ""))) for x in v)
+    if not isinstance(v, str):
+        raise _err(k, f"expected a string, got {v!r}")
+    return v.strip()
+
+
+_UUID4 = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}")
+
+
+def _check(d: Disclosure) -> None:
+    """The values that must be one of a few, a URL or an id of a given form (each key's own error)."""
     if d.tlp not in TLP_LABELS:
-        raise err("tlp", f"expected one of {', '.join(TLP_LABELS)}")
+        raise _err("tlp", f"expected one of {', '.join(TLP_LABELS)}")
     if d.csaf_status not in CSAF_STATUSES:
-        raise err("csaf_status", f"expected one of {', '.join(CSAF_STATUSES)}")
+        raise _err("csaf_status", f"expected one of {', '.join(CSAF_STATUSES)}")
     if d.gdpr_role not in ("processor", "controller"):
-        raise err("gdpr_role", "expected processor or controller")
+        raise _err("gdpr_role", "expected processor or controller")
     if d.provider_namespace and not re.match(r"^https?://[^\s/]+", d.provider_namespace):
-        raise err("provider_namespace", "expected an http(s) URL, e.g. https://inference.example.com")
-    if d.cna_org_id and not re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}",
-                                         d.cna_org_id):
-        raise err("cna_org_id", "expected a version-4 UUID (the CVE schema requires one)")
+        raise _err("provider_namespace", "expected an http(s) URL, e.g. https://inference.example.com")
+    if d.cna_org_id and not _UUID4.fullmatch(d.cna_org_id):
+        raise _err("cna_org_id", "expected a version-4 UUID (the CVE schema requires one)")
     for k in ("public_report_url", "advisory_url"):
         if getattr(d, k) and not re.match(r"^https?://\S+$", getattr(d, k)):
-            raise err(k, "expected an http(s) URL")
+            raise _err(k, "expected an http(s) URL")
     if d.csaf_base_url and not re.match(r"^https://[^\s/]+(/\S*)?$", d.csaf_base_url):
-        raise err("csaf_base_url", "expected an https:// URL (CSAF canonical URLs must use https), e.g. "
-                                   "https://inference.example.com/.well-known/csaf/amber/")
+        raise _err("csaf_base_url", "expected an https:// URL (CSAF canonical URLs must use https), e.g. "
+                                    "https://inference.example.com/.well-known/csaf/amber/")
     if d.cvss_v3:
         from kvir.report.cvss import parse_vector
 
         try:
             parse_vector(d.cvss_v3)
         except ValueError as e:
-            raise err("cvss_v3", str(e)) from None
-    missing = tuple(k for k in NEEDED if not getattr(d, k))
-    from dataclasses import replace
-
-    return replace(d, advisory_id=d.advisory_id or incident_id, unknown_keys=unknown, missing=missing)
+            raise _err("cvss_v3", str(e)) from None

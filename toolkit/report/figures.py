@@ -1,9 +1,11 @@
 """The report's figures (matplotlib, Agg), drawn from the incident model only.
 
     prompt_lengths    prompt-length distribution of the model's requests in the window (affected apart),
-                      with the KV pool, the engine's limit and the context length as vertical lines
+                      with the prompt lengths that matter to the mechanism as vertical lines (its report part's
+                      prompt_limits: e.g. the KV pool, the engine's limit and the context length)
     affected_time     affected responses per hour, with the timeline's events as vertical marks
-    node_windows      each prefill node: its vulnerable-config period (audit) and its affected responses
+    node_windows      each prefill node: its vulnerable-config period (audit) and its affected responses, for a
+                      mechanism whose documents show the audit's node fixes (ReportPart.shows_node_fixes)
 
 Each figure is PNG bytes; the HTML documents embed them as data: URIs (no external resource).
 matplotlib is imported here only, when a report is rendered.
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 
 from kvir.report.markup import num
 from kvir.report.model import IncidentModel
+from kvir.report.plugin import PromptLimits, report_part
 from kvir.report.plotting import (count_axis, date_axis, day_label, log_axis, note_png, plain_number, plt,
                                   png)
 
@@ -49,13 +52,15 @@ def not_drawn(name: str, title: str, why: str) -> Figure:
     return Figure(name, title, caption, note_png(f"{title}: not drawn, {why}."), drawn=False)
 
 
-def _limit_lines(f) -> list[tuple[int, str, str]]:
-    """The KV pool, the engine's limit and the context as (x, label, line style), left to right (unknown ones
-    left out: no engine line where the engine is unknown); lines within 5 % of each other (one line on a log
-    axis) share one label."""
-    lines = sorted((x, f"{name} {x:,}", style) for x, name, style in (
-        (f.pool_tokens, "KV pool", "-"), (f.engine_limit, f"{f.engine_label} limit", ":"),
-        (f.context_tokens, "context", "--")) if x)
+def _limits(m: IncidentModel) -> PromptLimits:
+    return report_part(m.facts.mechanism.name).prompt_limits(m.facts)
+
+
+def _limit_lines(limits: PromptLimits) -> list[tuple[int, str, str]]:
+    """The mechanism's prompt lengths as (x, label, line style), left to right (unknown ones left out: no
+    engine line where the engine is unknown); lines within 5 % of each other (one line on a log axis) share
+    one label."""
+    lines = sorted((x.tokens, f"{x.label} {x.tokens:,}", x.style) for x in limits.lines if x.tokens)
     out: list[tuple[int, str, str]] = []
     for x, label, style in lines:
         if out and abs(x - out[-1][0]) / out[-1][0] < 0.05:
@@ -72,9 +77,10 @@ def prompt_lengths(m: IncidentModel) -> Figure:
     if not m.histogram:
         return not_drawn("prompt_lengths", PROMPT_TITLE,
                          f"no request to {m.facts.model} in the window has a known prompt length")
+    limits = _limits(m)
     return Figure("prompt_lengths", PROMPT_TITLE,
                   f"{_counted(m)} (queries/report/prompt_histogram.sql); {num(m.counts.affected)} affected."
-                  + (" Lines: the KV pool, the engine's limit, the context length." if _limit_lines(m.facts) else ""),
+                  + (f" Lines: {limits.caption}." if _limit_lines(limits) else ""),
                   png(prompt_lengths_figure(m)))
 
 
@@ -102,7 +108,7 @@ def prompt_lengths_figure(m: IncidentModel):
     ax.bar(lo, aff, width=width, bottom=other, align="edge", color="#c0392b", label="affected")
     ax.set_xscale("log")
     f = m.facts
-    lines = _limit_lines(f)
+    lines = _limit_lines(_limits(m))
     xs = [b.lo for b in m.histogram] + [b.hi for b in m.histogram] + [x for x, _, _ in lines]
     ax.set_xlim(min(xs) / 1.3, max(xs) * 1.3)
     log_axis(ax.xaxis, min(xs) / 1.3, max(xs) * 1.3)
@@ -224,10 +230,10 @@ NODES_TITLE = "Prefill nodes' exposure windows"
 
 
 def node_windows(m: IncidentModel) -> Figure:
-    if m.facts.mechanism != "oversized-prompt":
-        return not_drawn("node_windows", "Exposure windows per node", f"the {m.facts.mechanism} mechanism has no "
-                         "configuration periods per node to draw; the post-mortem's node table gives each instance's "
-                         "first and last affected response")
+    if not report_part(m.facts.mechanism.name).shows_node_fixes:
+        return not_drawn("node_windows", "Exposure windows per node", f"the {m.facts.mechanism.name} mechanism has "
+                         "no configuration periods per node to draw; the post-mortem's node table gives each "
+                         "instance's first and last affected response")
     fixes = {f.node: f for f in m.node_fixes if f.role == "prefill"}
     nodes = sorted({n.node for n in m.prefill_nodes if n.node} | set(fixes))
     if not nodes:

@@ -1,4 +1,5 @@
-"""Jinja environments over templates/ and the escaping every document relies on.
+"""Jinja environments over templates/ (a mechanism's templates/mechanisms/<folder>/ first) and the escaping
+every document relies on.
 
 HTML templates autoescape everything. Markdown templates escape every value (entities for < > &,
 backslashes for Markdown syntax); the HTML form of a prose document is its Markdown converted by
@@ -64,17 +65,22 @@ def _json_text(v: Any) -> str:
 FILTERS = {"num": num, "utc": _utc, "day": _day, "json": _json_text}
 
 
-def loader():
+def loader(mechanism: str | None = None):
+    """templates/, with a mechanism's own templates/mechanisms/<folder>/ searched first when `mechanism` (its
+    folder) is given: its template of a shared template's name replaces that one for its cases."""
     from jinja2 import FileSystemLoader
 
-    return FileSystemLoader(str(resources.files("kvir.templates")))
+    root = resources.files("kvir.templates")
+    own = root.joinpath("mechanisms", mechanism) if mechanism else None
+    return FileSystemLoader([str(own), str(root)] if own is not None and own.is_dir() else str(root))
 
 
-def environments(template_loader=None):
-    """(html, markdown, json) Jinja environments over templates/."""
+def environments(template_loader=None, mechanism: str | None = None):
+    """(html, markdown, json) Jinja environments over templates/ (and the mechanism's folder first: loader);
+    `template_loader` replaces that loader (it must then find the mechanism's templates too)."""
     from jinja2 import Environment, StrictUndefined
 
-    load = template_loader or loader()
+    load = template_loader or loader(mechanism)
     html = Environment(loader=load, autoescape=True, undefined=StrictUndefined, trim_blocks=False)
     md = Environment(loader=load, autoescape=False, undefined=StrictUndefined, finalize=md_escape,
                      keep_trailing_newline=True)

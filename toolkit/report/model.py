@@ -4,8 +4,8 @@
 The headline counts are the triage's own (the case table `triage_summary` that `kvir triage` prints), so
 a number in a report is the number the responder saw in the terminal. `queries` lists every report query
 that ran (the entries Case.run logged: file, SHA-256, bound parameters, rows), so a number in any report
-can be traced to queries/report/<name>.sql. Stages that have not run (audit, replay) are recorded as not
-run; nothing is filled in for them.
+can be traced to queries/report/<name>.sql (or the mechanism's own, queries/mechanisms/<folder>/report/).
+Stages that have not run (audit, replay) are recorded as not run; nothing is filled in for them.
 """
 from __future__ import annotations
 
@@ -19,10 +19,7 @@ from kvir.report.records import (AccountExposure, CandidateSource, Finding, Hist
                                  NodeFix, ReplaySummary, Stage, TimelineEvent, TrafficGap)
 from kvir.report.story import Story
 from kvir.report.times import UTC
-from kvir.rules.engines import ENGINES
-from kvir.rules.trigger import Trigger
-from kvir.mechanisms.prefix_cache.spec import PrefixCacheParams as PrefixCacheSpec
-from kvir.spec.mechanism import OVERSIZED_PROMPT
+from kvir.spec.mechanism import Mechanism
 from kvir.triage.summary import COUNT_COLUMNS, TriageSummary
 
 Counts = TriageSummary        # the headline counts are the triage's own typed summary
@@ -36,59 +33,17 @@ class Facts:
     models: tuple[str, ...]
     window_start: dt.datetime
     window_end: dt.datetime
-    pool_tokens: int | None         # [trigger]: the oversized-prompt mechanism's; None for another mechanism
-    context_tokens: int | None
-    rule: str
     engine: str                     # the serving engine triage recorded (kvir.rules.engines), 'unknown' if none
     engine_source: str              # how it is known
     spec_path: str
     awareness_time: dt.datetime | None
-
+    mechanism: Mechanism            # the case's exposure mechanism; its wording is its report part's story
+    params: Any                     # the mechanism's typed params as triage stored them (its spec part's)
     model_names: tuple[str, ...] = ()   # every name matched (kvir.spec.model.IncidentSpec.model_names)
-    mechanism: str = OVERSIZED_PROMPT   # kvir.spec.mechanism; its wording is the story's (kvir.report.mechanisms)
-    prefix_cache: PrefixCacheSpec | None = None
 
     @property
     def model(self) -> str:
         return self.models[0]
-
-    @property
-    def trigger(self) -> Trigger | None:
-        """The stored rule (the case's incident table) of the oversized-prompt mechanism, else None; the
-        documents take every rule text from the story (kvir.report.mechanisms)."""
-        if self.pool_tokens is None or self.context_tokens is None:
-            return None
-        return Trigger(self.pool_tokens, self.context_tokens, self.rule, self.engine)
-
-    @property
-    def rule_text(self) -> str:
-        return self.trigger.describe() if self.trigger else ""
-
-    @property
-    def other_rule_text(self) -> str:
-        return self.trigger.describe(self.trigger.other_rule) if self.trigger else ""
-
-    @property
-    def other_rule_available(self) -> bool:
-        return bool(self.trigger) and self.trigger.available(self.trigger.other_rule)
-
-    @property
-    def engine_label(self) -> str:
-        return ENGINES[self.engine].label
-
-    @property
-    def engine_limit(self) -> int | None:
-        return self.trigger.engine_limit if self.trigger else None
-
-    @property
-    def condition(self) -> str:
-        """What every counted prompt had, under the rule the triage used ('more than 681,280 tokens')."""
-        return self.trigger.condition() if self.trigger else ""
-
-    @property
-    def complement(self) -> str:
-        """What every prompt the rule did not count had ('681,280 tokens or fewer')."""
-        return self.trigger.complement() if self.trigger else ""
 
 
 @dataclass
@@ -109,7 +64,7 @@ class IncidentModel:
     traffic_gap: TrafficGap | None
     traffic_gap_query: str
     timeline: list[TimelineEvent] = field(default_factory=list)
-    candidate_sources: list[CandidateSource] = field(default_factory=list)   # prefix-cache: the triage's sources
+    candidate_sources: list[CandidateSource] = field(default_factory=list)   # ReportPart.candidate_sources
     queries: list[dict[str, Any]] = field(default_factory=list)   # QueryLog entries of the report's queries
     warnings: list[str] = field(default_factory=list)
     models_note: str = ""           # triage's note on model names the spec missed (kvir.triage.models)
@@ -125,10 +80,6 @@ class IncidentModel:
     @property
     def labelled_accounts(self) -> list[AccountExposure]:
         return [a for a in self.accounts if a.label is not None]
-
-    @property
-    def unknown_account(self) -> AccountExposure | None:
-        return next((a for a in self.accounts if a.account_id is None), None)
 
     @property
     def notifiable_accounts(self) -> list[AccountExposure]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import math
-from typing import Any
+from typing import Any, Iterable
 
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
@@ -38,10 +38,11 @@ def note_png(text: str) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------ limit lines
-def limit_values(facts: Any) -> list[int]:
-    """The prompt lengths the figure marks (the KV pool, the engine's limit, the context), sorted, without
-    the unknown ones. The histogram's bins are split at each (queries/report/prompt_histogram.sql $lines)."""
-    return sorted({x for x in (facts.pool_tokens, facts.engine_limit, facts.context_tokens) if x})
+def limit_values(tokens: Iterable[int | None]) -> list[int]:
+    """The prompt lengths the figure marks (the mechanism's prompt limits: kvir.report.plugin.PromptLimits),
+    sorted, without the unknown ones. The histogram's bins are split at each (queries/report/prompt_histogram.sql
+    $lines)."""
+    return sorted({x for x in tokens if x})
 
 
 def bin_edges(bin_: int, seg: int, bins_per_decade: int, lines: list[int]) -> tuple[float, float]:

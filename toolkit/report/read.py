@@ -1,6 +1,7 @@
-"""Reading the case for the reports: every question is one file in queries/report/, run once over all
-accounts through Case.run (so it is logged in manifest.json and compiled/ like every other query), and
-evidence files named the way the reports show them.
+"""Reading the case for the reports: every question is one file in queries/report/ (or the case's
+mechanism's own, queries/mechanisms/<folder>/report/), run once over all accounts through Case.run (so it is
+logged in manifest.json and compiled/ like every other query), and evidence files named the way the reports
+show them.
 """
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from typing import Any, Iterable
 from kvir.case.store import Case
 
 
-def rows(case: Case, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """queries/report/<name>.sql on the case, as dicts (column -> value); bound parameters, logged."""
-    found = case.run(f"report/{name}", params or {}, fetch=True)
+def rows(case: Case, name: str, params: dict[str, Any] | None = None, *,
+         mechanism: str | None = None) -> list[dict[str, Any]]:
+    """queries/report/<name>.sql on the case, as dicts (column -> value); bound parameters, logged. With
+    `mechanism` (its folder) that mechanism's queries/mechanisms/<folder>/report/<name>.sql comes first."""
+    found = case.run(f"report/{name}", params or {}, fetch=True, mechanism=mechanism)
     cols = [d[0] for d in case.con.description]
     return [dict(zip(cols, r)) for r in found]
 

@@ -1,13 +1,24 @@
 """The rows of the incident model: one dataclass per kind of thing a document lists (an affected response,
-an account, a node, a finding, a timeline event ...). Each is filled from one report query; none holds
-prompt or response text."""
+an account, a node, a finding, a timeline event ...). Each is filled from one report query's rows by
+column name (`from_row`); none holds prompt or response text."""
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
-from kvir.report.times import iso
+from kvir.report.times import iso, utc
+
+R = TypeVar("R")
+
+
+def from_row(cls: type[R], row: Mapping[str, Any], **given: Any) -> R:
+    """A record from a query's row by name: each field is `given` (a value converted or renamed by the caller)
+    or else the row's column of that name; a field with a default may be absent from both."""
+    return cls(**{f.name: given[f.name] if f.name in given else row[f.name] for f in fields(cls)
+                  if f.init and (f.name in given or f.name in row)})
 
 
 @dataclass(frozen=True)
@@ -19,9 +30,16 @@ class AffectedResponse:
     completion_tokens: int | None
     http_status: int | None
     finish_reason: str | None
-    verdict: str | None = None          # prefix-cache: 'affected' | 'possibly affected' (the triage's)
-    cached_tokens: int | None = None    # prefix-cache: prompt tokens served from the cache
-    source_tenants: int | None = None   # prefix-cache: how many other tenants could have written them (never who)
+    extra: dict[str, Any] = field(default_factory=dict)   # the mechanism's own columns, by name (its own
+                                                          # queries/mechanisms/<folder>/report/account_responses.sql)
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> "AffectedResponse":
+        """From a row of report/account_responses: the shared columns by name, every other column but the
+        account id into `extra`."""
+        shared = {f.name for f in fields(cls)} - {"extra"}
+        return from_row(cls, row, ts=utc(row["ts"]), ts_end=utc(row["ts_end"]),
+                        extra={k: v for k, v in row.items() if k not in shared and k != "account_id"})
 
 
 @dataclass(frozen=True)
@@ -72,8 +90,8 @@ class SourceExposure:
 
 @dataclass(frozen=True)
 class CandidateSource:
-    """Prefix-cache: a tenant whose earlier request could have written the cached blocks other tenants'
-    responses were served from (the triage's source_tenants): how many responses name it, when."""
+    """An account the triage (not a replay) names as a possible source of other accounts' affected responses
+    (ReportPart.candidate_sources): how many responses name it, when."""
 
     account_id: str
     responses: int                 # affected and possibly affected responses that name it

@@ -18,6 +18,7 @@ from kvir.report.artifacts import PROSE_HTML, Artifact
 from kvir.report.machine import MachineValues, csaf_filename, machine_values
 from kvir.report.markup import css, environments, md_escape, md_to_html, slug
 from kvir.report.model import IncidentModel
+from kvir.report.plugin import report_part
 from kvir.report.tables import timeline_csv, timeline_jsonl, to_csv
 from kvir.report.times import iso
 from kvir.report.validate import VALIDATORS, Validation
@@ -29,7 +30,8 @@ DISCLOSURE = "Coordinated disclosure"
 class Renderer:
     def __init__(self, model: IncidentModel, out: Path, fmt: str, figs: dict[str, Any], template_loader=None):
         self.m, self.out, self.fmt, self.figs = model, out, fmt, figs
-        self.html_env, self.md_env, self.json_env = environments(template_loader)
+        self.part = report_part(model.facts.mechanism.name)
+        self.html_env, self.md_env, self.json_env = environments(template_loader, model.facts.mechanism.folder)
         self.css = css()
         self.artifacts: list[Artifact] = []
         self.validations: list[Validation] = []
@@ -126,12 +128,13 @@ class Renderer:
                                              [[a.account_id, r.request_id, iso(r.ts), r.prompt_tokens, r.http_status]
                                               for r in a.responses]), group, link, "CSV")
         group = "Customer notices (source accounts)"
-        # prefix-cache without a replay: the tenants whose cached blocks others may have hit (a replay settles it)
-        for c in (self.m.candidate_sources if self.m.replay is None else []):
+        # candidate sources the triage names (the mechanism's notice), while no replay says whose data it was
+        notice = self.part.candidate_notice
+        for c in (self.m.candidate_sources if self.m.replay is None and notice is not None else []):
             stem = f"notices/source/{slug(c.account_id)}"
             link = f"{c.account_id}: named as a possible source of {c.responses:,} response(s)"
-            self.prose("notice_prefix_source.md.j2", stem, group, f"Notice to account {c.account_id}: the shared "
-                       "prefix cache", "Processor-to-controller notice", link_title=link, c=c)
+            self.prose(notice.template, stem, group, f"Notice to account {c.account_id}: {notice.subject}",
+                       "Processor-to-controller notice", link_title=link, c=c)
         if self.m.replay is None:
             return
         for s in self.m.replay.sources:

@@ -73,8 +73,9 @@ def hand_events(case: Case) -> list[TimelineEvent]:
     return out
 
 
-def _nodes(prefill: str | None, decode: str | None) -> str:
-    """The nodes that served a response, each "unknown" where the logs do not name it."""
+def served_on(prefill: str | None, decode: str | None) -> str:
+    """The nodes that served a response, prefill then decode, each "unknown" where the logs do not name it (the
+    words of a mechanism whose responses cross nodes: its story's served_on)."""
     if not prefill and not decode:
         return "on unknown nodes (the logs do not name them)"
     return f"on {prefill or 'unknown'} → {decode or 'unknown'}"
@@ -94,9 +95,8 @@ def derived_events(case: Case, model: "IncidentModel") -> list[TimelineEvent]:
             utc(r["ts"]), f"{'First' if which == 'first' else 'Last'} affected response (in the request logs)", "exposure", who, "data",
             Q.format("affected_span"), names.evidence(r["source_file"], r["source_line"]),
             "Request start of the affected response", f"{which}-affected",
-            f"request {r['request_id']} of account {r['account_id'] or 'unknown'} " + (
-                _nodes(r['prefill_node'], r['decode_node']) if model.facts.mechanism == "oversized-prompt"
-                else f"on instance {r['prefill_node'] or r['decode_node'] or 'unknown'}"), "public", (r["request_id"],)))
+            f"request {r['request_id']} of account {r['account_id'] or 'unknown'} "
+            + model.story.served_on(r["prefill_node"], r["decode_node"]), "public", (r["request_id"],)))
     for r in rows(case, "labelled_requests", {"models": list(model.facts.model_names)}):
         ev.append(TimelineEvent(
             utc(r["ts"]), f"{'First' if r['which'] == 'first' else 'Last'} request of the {r['label']} (in the request logs)", "confirmation",

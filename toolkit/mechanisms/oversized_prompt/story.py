@@ -7,17 +7,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvir.report.disclosure import DEFAULT_EXPOSED
 from kvir.report.story import Story
+from kvir.report.timeline import served_on
 from kvir.rules.trigger import Trigger
-from kvir.spec.mechanism import OVERSIZED_PROMPT
+
+# [disclosure] data_exposed's default for this mechanism: what a response served from unwritten pages carried
+DATA_EXPOSED = (
+    "fragments of text derived from other requests' prompts and completions (KV-cache contents) that "
+    "appeared in the affected responses",
+)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OversizedPromptStory(Story):
-    trigger: Trigger = None        # the stored rule (never None: make_story gives it)
+    trigger: Trigger               # the stored rule, bound to the engine the case names
 
-    mechanism = OVERSIZED_PROMPT
+    defect_role = "let these responses carry other requests' data"
 
     # ---------------------------------------------------------------- the engine
     @property
@@ -58,7 +63,7 @@ class OversizedPromptStory(Story):
 
     # ---------------------------------------------------------------- what the logs show of the mechanism
     @property
-    def pd(self) -> str:
+    def serving_path(self) -> str:
         n = self.ev.pd_responses
         if not n:
             return ""
@@ -66,7 +71,7 @@ class OversizedPromptStory(Story):
                 f"and decoded on another.")
 
     @property
-    def placeholder(self) -> str:
+    def request_evidence(self) -> str:
         n = self.ev.placeholder_responses
         if not n:
             return ""
@@ -115,12 +120,18 @@ class OversizedPromptStory(Story):
         defect = (d.description if d is not None else
                   "Which engine defect, if any, let these responses carry other requests' data has not been "
                   "established yet.")
-        return " ".join(x for x in (self.configuration_public, self.engine_public, self.pd, self.placeholder, defect) if x)
+        return " ".join(x for x in (self.configuration_public, self.engine_public, self.serving_path,
+                                    self.request_evidence, defect) if x)
 
     @property
-    def what_happened(self) -> str:
-        return " ".join(x for x in (self.configuration, self.engine_sentence, self.engine_knowledge, self.pd,
-                                    self.placeholder, self.defect_sentence) if x)
+    def warnings(self) -> tuple[str, ...]:
+        if not self.contradicted:
+            return ()
+        return ("the start-up logs contradict incident.toml [trigger]: no start served on a KV pool below the "
+                "context, and every start that served held the whole context (check pool_tokens, or the nodes)",)
+
+    def served_on(self, prefill_node: str | None, decode_node: str | None) -> str:
+        return served_on(prefill_node, decode_node)
 
     # ---------------------------------------------------------------- the documents' mechanism sentences
     @property
@@ -130,6 +141,10 @@ class OversizedPromptStory(Story):
     @property
     def condition(self) -> str:
         return self.trigger.condition()
+
+    @property
+    def possibly_affected(self) -> int:
+        return 0                   # the rule decides every response it counts: none is counted apart
 
     def other_rule_sentence(self, adds: int, drops: int) -> str:
         t = self.trigger
@@ -224,7 +239,7 @@ class OversizedPromptStory(Story):
 
     @property
     def data_exposed(self) -> tuple[str, ...]:
-        return tuple(DEFAULT_EXPOSED)
+        return DATA_EXPOSED
 
     @property
     def replay_source_meaning(self) -> tuple[str, ...]:

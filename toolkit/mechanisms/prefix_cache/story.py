@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvir.mechanisms.prefix_cache.spec import PrefixCacheParams
 from kvir.report.story import Story
-from kvir.mechanisms.prefix_cache.spec import PrefixCacheParams as PrefixCacheSpec
-from kvir.spec.mechanism import PREFIX_CACHE
 from kvir.triage.prefix import PrefixCacheRule
 
 ISOLATION = {
@@ -31,20 +30,16 @@ ISOLATION = {
 class PrefixFacts:
     """The prefix-cache case's own facts: the spec's table, the triage's verdict counts, the audit's starts."""
 
-    spec: PrefixCacheSpec
+    spec: PrefixCacheParams
     possibly_affected: int = 0
     cannot_decide: int = 0
-    cache_hits: int = 0
-    instances: int = 0
-    source_tenants: int = 0
     starts: tuple[dict[str, Any], ...] = field(default_factory=tuple)   # node_configs' prefix-cache columns
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PrefixCacheStory(Story):
-    pc: PrefixFacts = None         # never None: make_story gives it
+    pc: PrefixFacts
 
-    mechanism = PREFIX_CACHE
     defect_role = "let the cache serve one tenant's blocks to another"
 
     # ---------------------------------------------------------------- the rule and the configuration
@@ -105,19 +100,12 @@ class PrefixCacheStory(Story):
         """One line per node start of the audit: prefix caching and the salt, with their evidence."""
         def yn(v, yes, no):
             return yes if v is True else no if v is False else "unknown"
+        if not self.pc.starts:
+            return ["audit not run: no start-up logs in the case, so no node's prefix caching is known."]
         return [f"{x['node']} ({x['role'] or 'role unknown'}): prefix caching "
                 f"{yn(x.get('prefix_caching'), 'on', 'off')} ({x['prefix_caching_source']}); salt "
                 f"{yn(x.get('salt_honoured'), 'honoured', 'not honoured')} by the build ({x['salt_basis']})"
                 for x in self.pc.starts]
-
-    @property
-    def served(self) -> str:
-        """What the logs show of the cross-tenant hits (triage's counts)."""
-        pc = self.pc
-        return (f"The request logs show {pc.cache_hits:,} response(s) served with cached prompt tokens on "
-                f"{pc.instances:,} instance(s) with an affected response; {pc.possibly_affected:,} more are possibly "
-                f"affected (a same-tenant request could also have written their blocks) and {pc.cannot_decide:,} "
-                f"cannot be decided (no cached-token count or no tenant in their records).")
 
     @property
     def cause_short(self) -> str:
@@ -138,9 +126,12 @@ class PrefixCacheStory(Story):
                   f"Which engine defect, if any, {self.defect_role} has not been established yet.")
         return " ".join((self.configuration_public, self.engine_public, self.meaning_public, defect))
 
-    @property
-    def what_happened(self) -> str:
-        return " ".join((self.configuration, self.engine_sentence, self.served, self.defect_sentence))
+    serving_path = ""              # a cached block is served on the instance that holds it: no path to state
+    request_evidence = ""          # the requests themselves were served as sent
+    warnings = ()                  # nothing of [prefix_cache] that the evidence can contradict is checked
+
+    def served_on(self, prefill_node: str | None, decode_node: str | None) -> str:
+        return f"on instance {prefill_node or decode_node or 'unknown'}"
 
     @property
     def meaning_public(self) -> str:
