@@ -6,19 +6,22 @@ SQL and rewrite them with `KVIR_UPDATE_GOLDEN=1 python -m pytest -q tests/spark/
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from kvir.core import sql
-from kvir.triage.run import TRIAGE_QUERIES
+from kvir.spec.mechanism import mechanisms
 from kvir.triage.transpile import (Macro, TranspileError, inline_macros, parse_override, spark_query,
                                    strftime_to_java, transpile)
 
 GOLDEN = Path(__file__).parent / "golden"
-# every query kvir.triage.spark runs: run.py's list and the pool-in-effect variant of triage/hits
-SPARK_PATH = tuple(dict.fromkeys(TRIAGE_QUERIES + ("triage/hits_pool_in_effect",)))
+# every query kvir.triage.spark runs: each Spark mechanism's list, with and without the pool in effect, each
+# named as kvir.core.sql.load finds it (the mechanism's own file, else the shared one)
+SPARK_PATH = tuple(dict.fromkeys(sql.load(n, m.folder).name for m in mechanisms() if m.part("triage").spark
+                                 for pool_in_effect in (False, True) for n in m.part("triage").queries(pool_in_effect)))
 
 
 @pytest.mark.parametrize("name", SPARK_PATH)
@@ -29,7 +32,7 @@ def test_every_query_of_the_spark_path_transpiles_to_its_golden_sql(name):
     assert "$" not in q.sql and "kvir_" not in q.sql.lower() and "to_seconds" not in q.sql.lower()
     for p in q.params:
         assert f":{p}" in q.sql
-    target = sql.load(name).text.split("CREATE OR REPLACE TABLE ", 1)[1].split()[0]
+    target = re.search(r"CREATE OR REPLACE (?:TEMP )?TABLE (\w+)", sql.load(name).text).group(1)
     assert q.target == target
     golden = GOLDEN / f"{name.replace('/', '__')}.spark.sql"
     if os.environ.get("KVIR_UPDATE_GOLDEN"):
