@@ -85,11 +85,11 @@ def test_the_headline_holds_every_count_the_documents_state(triaged, name):
 @pytest.mark.parametrize("name", NAMES)
 def test_the_mechanisms_part_of_the_summary_is_typed_and_under_its_folder(triaged, name):
     r, m = triaged[name], mechanism(name)
-    assert dataclasses.is_dataclass(r.own)
+    assert dataclasses.is_dataclass(r.mechanism_summary)
     on_disk = json.loads((r.path / "summary.json").read_text())["summary"]
-    assert on_disk[m.folder] == json.loads(json.dumps(dataclasses.asdict(r.own), default=str))
+    assert on_disk[m.folder] == json.loads(json.dumps(dataclasses.asdict(r.mechanism_summary), default=str))
     assert on_disk["mechanism"] == name and not {o.folder for o in mechanisms() if o is not m} & set(on_disk)
-    shown = triage_part(name).present(r.summary, r.own)
+    shown = triage_part(name).present(r.summary, r.mechanism_summary)
     assert isinstance(shown, Shown) and all(isinstance(label, str) for label, _ in shown.rows)
     for table in triage_part(name).exports:
         assert (r.path / f"{table}.csv").is_file() and f"{table}.csv" in r.outputs

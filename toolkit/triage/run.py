@@ -43,7 +43,7 @@ class TriageResult:
     sources: list[dict[str, Any]]
     outputs: dict[str, Path] = field(default_factory=dict)
     carried: Carried = field(default_factory=Carried)    # what a case triaged again kept, and what it lost
-    own: Any = None     # the mechanism's typed part of the summary (its triage part's; summary[folder] as JSON)
+    mechanism_summary: Any = None   # the mechanism's typed part of the summary (summary[its folder], as JSON)
 
     @property
     def path(self) -> Path:

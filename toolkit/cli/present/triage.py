@@ -79,7 +79,7 @@ def print_triage(result) -> None:
     if note:
         say(f"warning: models: {note}")
     part = triage_part(result.spec.mechanism)
-    shown = part.present(s, result.own)
+    shown = part.present(s, result.mechanism_summary)
     rows = [
         ("requests (all sources, merged)", s["requests_total"]),
         ("input files skipped (empty, special, unreadable)", s.get("inputs_skipped", 0)),
