@@ -86,3 +86,14 @@ def test_an_override_is_spark_sql_that_documents_its_parameters():
     with pytest.raises(TranspileError, match="Params"):
         parse_override("t/o", "-- o\nSELECT 1")
     assert not any(n.endswith(".spark") for n in sql.all_query_names())   # overrides are not DuckDB queries
+
+
+def test_a_temporary_table_stays_temporary():
+    """A step between two queries (CREATE TEMP TABLE: triage/listed) is a temporary table in the case too,
+    from a transpiled file or an override; a case table is not."""
+    assert transpile("t/tmp", "-- t: a test\n-- Params: none\nCREATE OR REPLACE TEMP TABLE tmp_t AS SELECT 1 AS x"
+                     ).temporary is True
+    assert spark_query("triage/listed").temporary and not spark_query("triage/accounts").temporary
+    q = parse_override("t/o", "-- o: a test\n-- Params: none\nCREATE OR REPLACE TEMP TABLE step_t AS SELECT 1 AS x")
+    assert (q.target, q.temporary, q.sql) == ("step_t", True, "SELECT 1 AS x")
+    assert parse_override("t/o", "-- o: a test\n-- Params: none\nCREATE TABLE out_t AS SELECT 1").temporary is False

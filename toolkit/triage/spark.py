@@ -217,7 +217,8 @@ def triage_on_spark(case: Case, roots: list[str], queries: tuple[str, ...], para
     import pyspark
 
     case.manifest["query_engine"] = {"name": "spark", "pyspark": pyspark.__version__, "spark": spark.version,
-                               "master": spark.sparkContext.master, "conf": dict(conf or {}),
-                               "requests_in_case": "view over the lake files" if local else
-                               "not attached: the lake is not a local folder (reports and replay read `requests`)"}
+                                     "master": spark.sparkContext.master, "conf": dict(conf or {}),
+                                     "requests_in_case": "view over the lake files" if local else
+                                     "not attached: the lake is not a local folder (reports and replay read "
+                                     "`requests`)"}
     return info
