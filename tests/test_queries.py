@@ -66,7 +66,7 @@ def test_a_mechanisms_own_query_comes_before_the_shared_one_of_its_name(tmp_path
     assert own.name == "mechanisms/prefix_cache/triage/excluded" and shared.name == "triage/excluded"
     assert "cached_tokens" in own.text and "cached_tokens" not in shared.text     # two different files
     assert sql.load("triage/excluded", mechanism="oversized_prompt") == shared   # none of its own: the shared one
-    with pytest.raises(KvirError, match=r"no query file queries/triage/affected\.sql"):
+    with pytest.raises(KvirError, match=r"no query file queries[/]triage[/]affected\.sql"):
         sql.load("triage/affected")                # only the mechanisms have one
     con = duckdb.connect()
     con.execute("CREATE TABLE listed_hits AS SELECT {'request_id': 'r1'} AS excluded_row, 'r1' AS request_id, "

@@ -122,4 +122,4 @@ def test_triage_cli_startup_option(fleet_dir, tmp_path):
                                  "zai-org/GLM-5.3", "--startup", str(fleet_dir / "startup"), "--json", "-q"])
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout)["summary"]
-    assert s["affected"] == 5 and "pool in effect" in s["threshold"]
+    assert s["affected"] == 5 and "pool in effect" in s["oversized_prompt"]["threshold"]
