@@ -113,10 +113,11 @@ def main() -> None:
     t_pie, n_pie = timed(lambda: tri([base / "engine"]), a.repeat)
     assert n_global == n_pie == 155, (n_global, n_pie)
     spec = load_spec(pq_fleet / "incident.toml")
-    params = spec.query_params()
+    params = {**spec.query_params(), **spec.params.query_params()}     # the shared values and the trigger's
+    m = spec.mech.folder
     with open_case(out) as case:      # the last run was with --startup: node_configs is there
-        t_q_global, _ = timed(lambda: case.run("triage/hits", params), a.repeat)
-        t_q_pie, _ = timed(lambda: case.run("triage/hits_pool_in_effect", params), a.repeat)
+        t_q_global, _ = timed(lambda: case.run("triage/hits", params, mechanism=m), a.repeat)
+        t_q_pie, _ = timed(lambda: case.run("triage/hits_pool_in_effect", params, mechanism=m), a.repeat)
 
     result = {
         "machine": {"python": platform.python_version(), "platform": platform.platform(),

@@ -5,7 +5,7 @@
 1. the fleet: `kvir simulate --format parquet` (triage_bench.py's cache in --data: fleet-N, seed 7);
 2. the lake: `kvir ingest` of that fleet as one shard (cached in --data as lake-N; time and size reported);
 3. in this process, warm, interleaved (DuckDB, Spark, DuckDB, Spark, ...), --repeat times each:
-   (a) kvir.triage(engine="duckdb") and kvir.triage(engine="spark") over the lake, with every output
+   (a) kvir.triage(query_engine="duckdb") and kvir.triage(query_engine="spark") over the lake, with every output
        (case, Parquet/CSV exports, manifest, compiled SQL);
    (b) the bare analyst query on each engine over the same files (affected count and distinct accounts);
    every variant must say 155 responses and 87 accounts or the run fails; wall seconds and CPU seconds
@@ -116,7 +116,7 @@ def session(master: str, driver_memory: str):
 def triage_once(spec: Path, lake: Path, engine: str, out: Path, master: str) -> tuple[int, int]:
     import kvir
 
-    r = kvir.triage(spec, [lake], out=out, engine=engine, spark_master=master if engine == "spark" else None)
+    r = kvir.triage(spec, [lake], out=out, query_engine=engine, spark_master=master if engine == "spark" else None)
     got = (int(r.summary["affected"]), int(r.summary["affected_accounts"]))
     r.case.close()
     return got

@@ -93,7 +93,7 @@ def triage(root: Path, case: Path):
     s = r.summary
     r.case.close()
     scan = sum(q["seconds"] for q in json.loads((case / "manifest.json").read_text())["queries"]
-               if q["query"] == "queries/triage/hits.sql")
+               if q["query"] == "queries/mechanisms/oversized_prompt/triage/hits.sql")
     FIXED.append(total - scan)
     return s["affected"], s["affected_accounts"]
 

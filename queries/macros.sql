@@ -347,7 +347,7 @@ CREATE OR REPLACE MACRO kvir_rule_threshold(rule, engine, pool_tokens, context_l
     WHEN 'public' THEN pool_tokens + 1
     WHEN 'engine' THEN kvir_engine_limit(engine, context_len, pool_tokens) END;
 
--- Triage categories, shared by queries/triage/hits.sql and hits_pool_in_effect.sql (their header
+-- Triage categories, shared by the length rule's triage/hits and triage/hits_pool_in_effect (their header
 -- comments say what each category means). `gran` is ts_granularity_s: 0 or NULL for an exact start;
 -- otherwise the start lies in [ts, ts + gran) and counts as inside the window [ws, we] only if all of it does.
 CREATE OR REPLACE MACRO kvir_span_inside(ts, gran, ws, we) AS

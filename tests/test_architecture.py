@@ -166,20 +166,7 @@ def files_naming_a_mechanism() -> set[str]:
 
 # Files outside the mechanism folders that still name a mechanism (issue 30 counted 65): each stage's move
 # empties its own; the list only shrinks, and ends as the registry alone.
-KNOWN_NAMING: set[str] = {
-    "queries/triage/aggregate_bounds.sql",
-    "queries/triage/prefix_cache_affected.sql",
-    "queries/triage/prefix_cache_counts.sql",
-    "queries/triage/prefix_cache_excluded.sql",
-    "queries/triage/prefix_cache_hits.sql",
-    "queries/triage/prefix_cache_summary.sql",
-    "toolkit/case/spec_tables.py",
-    "toolkit/cli/present/triage.py",
-    "toolkit/cli/triage.py",
-    "toolkit/triage/listing.py",
-    "toolkit/triage/prefix.py",
-    "toolkit/triage/run.py",
-}
+KNOWN_NAMING: set[str] = set()
 
 
 def test_only_the_registry_names_a_mechanism_outside_the_mechanism_folders():

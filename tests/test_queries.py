@@ -21,7 +21,7 @@ def test_find_params_ignores_strings_and_comments(text, expected):
 
 def test_every_query_documents_itself():
     names = sql.all_query_names()
-    assert "triage/hits" in names and "adapters/sglang_json" in names and "macros" in names
+    assert "mechanisms/oversized_prompt/triage/hits" in names and "adapters/sglang_json" in names and "macros" in names
     for name in names:
         q = sql.load(name)
         assert q.description, f"queries/{name}.sql: first line must say what it answers"
@@ -56,3 +56,24 @@ def test_query_log_keeps_compiled_sql_and_params():
     log = sql.QueryLog()
     sql.run(con, "macros", log=log)
     assert log.entries[0]["query"] == "queries/macros.sql" and len(log.entries[0]["sha256"]) == 64
+
+
+def test_a_mechanisms_own_query_comes_before_the_shared_one_of_its_name(tmp_path):
+    """dbt-style dispatch (kvir.core.sql.load): queries/mechanisms/<folder>/<name>.sql, else queries/<name>.sql;
+    the query log names the file that ran."""
+    own = sql.load("triage/excluded", mechanism="prefix_cache")
+    shared = sql.load("triage/excluded")
+    assert own.name == "mechanisms/prefix_cache/triage/excluded" and shared.name == "triage/excluded"
+    assert "cached_tokens" in own.text and "cached_tokens" not in shared.text     # two different files
+    assert sql.load("triage/excluded", mechanism="oversized_prompt") == shared   # none of its own: the shared one
+    with pytest.raises(KvirError, match=r"no query file queries[/]triage[/]affected\.sql"):
+        sql.load("triage/affected")                # only the mechanisms have one
+    con = duckdb.connect()
+    con.execute("CREATE TABLE listed_hits AS SELECT {'request_id': 'r1'} AS excluded_row, 'r1' AS request_id, "
+                "TIMESTAMPTZ '2026-01-01 00:00:00+00' AS ts, 5 AS cached_tokens, 'possibly-affected' AS category, "
+                "true AS account_excluded")
+    log = sql.QueryLog()
+    sql.run(con, "triage/excluded", log=log, mechanism="prefix_cache")
+    got = con.execute("SELECT request_id, cached_tokens, verdict FROM excluded").fetchall()
+    assert got == [("r1", 5, "possibly affected")]
+    assert log.entries[0]["query"] == "queries/mechanisms/prefix_cache/triage/excluded.sql"

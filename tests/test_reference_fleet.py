@@ -104,10 +104,10 @@ def test_manifest_records_inputs_queries_and_counts(fleet, tmp_path):
     some = m["inputs"][0]
     path = Path(some["files"][0]["path"])
     assert some["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
-    hits = [q for q in m["queries"] if q["query"] == "queries/triage/hits.sql"][0]
+    hits = [q for q in m["queries"] if q["query"] == "queries/mechanisms/oversized_prompt/triage/hits.sql"][0]
     from kvir.core import sql
 
-    assert hits["sha256"] == sql.load("triage/hits").sha256
+    assert hits["sha256"] == sql.load("triage/hits", mechanism="oversized_prompt").sha256
     assert hits["params"]["pool_tokens"] == 681280 and hits["params"]["rule"] == "public"
     assert "$pool_tokens" in hits["compiled_sql"] and "681280" not in hits["compiled_sql"]   # bound, not pasted
     assert (tmp_path / "case" / "compiled").is_dir() and any((tmp_path / "case" / "compiled").iterdir())

@@ -117,7 +117,8 @@ def _sglang_edges(offset_us: int = 1) -> list[str]:
 
 
 def test_global_pool_query_is_inclusive_at_both_edges(spec, tmp_path):
-    """queries/triage/hits.sql: 1 us outside is out, the edge itself in (an exclusive end would drop `end`)."""
+    """queries/mechanisms/oversized_prompt/triage/hits.sql: 1 us outside is out, the edge itself in (an
+    exclusive end would drop `end`)."""
     f = write(tmp_path / "decode-0.jsonl", "\n".join(_sglang_edges()) + "\n")
     r = kvir.triage(spec(), [f], out=tmp_path / "case", source_tz="UTC", served_model=GLM, hash="none")
     assert ids(r.affected) == {"start", "end"}
@@ -125,7 +126,8 @@ def test_global_pool_query_is_inclusive_at_both_edges(spec, tmp_path):
 
 
 def test_pool_in_effect_query_is_inclusive_at_both_edges(tmp_path):
-    """queries/triage/hits_pool_in_effect.sql (with start-up logs): the same edges, judged by the node's pool."""
+    """queries/mechanisms/oversized_prompt/triage/hits_pool_in_effect.sql (with start-up logs): the same edges,
+    judged by the node's pool."""
     write(tmp_path / "incident.toml", spec_text())
     decode, prefill = [], []
     for i, line in enumerate(_sglang_edges()):
@@ -144,7 +146,7 @@ def test_pool_in_effect_query_is_inclusive_at_both_edges(tmp_path):
           "max_running_requests=64, context_len=1048576, available_gpu_mem=8.93 GB\n")
     r = kvir.triage(tmp_path / "incident.toml", [tmp_path / "engine"], out=tmp_path / "case", source_tz="UTC",
                     served_model=GLM, startup=[tmp_path / "startup"], hash="none")
-    assert "pool in effect" in r.summary["threshold"]
+    assert "pool in effect" in r.summary["oversized_prompt"]["threshold"]
     assert ids(r.affected) == {"start", "end"}
 
 

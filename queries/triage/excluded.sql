@@ -1,9 +1,8 @@
--- excluded: affected responses of accounts incident.toml excludes (listed apart, never dropped).
+-- excluded: the listed responses of accounts incident.toml excludes (listed apart, never dropped): the
+-- columns every report reads (triage/listed). A mechanism's own triage/excluded adds its columns.
 -- Params: none
 CREATE OR REPLACE TABLE excluded AS
-SELECT h.request_id, h.ts, h.account_id, a.label AS account_label, a.reason, h.model, h.prompt_tokens,
-       h.http_status, h.prefill_node, h.decode_node, h.source_file, h.source_line
-FROM triage_hits AS h
-JOIN account_rules AS a ON a.account_id = h.account_id
-WHERE h.category = 'affected' AND a.exclude
-ORDER BY h.ts, h.request_id;
+SELECT excluded_row.*
+FROM listed_hits AS l
+WHERE l.account_excluded
+ORDER BY l.ts, l.request_id;

@@ -4,6 +4,7 @@
 -- Every count reads the small derived tables; the two that need a pass over `requests` come in as
 -- parameters (kvir counts them where that is cheap: see toolkit/triage/run.py). Accounts are counted
 -- apart from responses: affected_accounts = customer_accounts + labelled_accounts (known ids only).
+-- The mechanism's own counts follow, added by its summary queries (kvir.triage.plugin.TriagePart).
 CREATE OR REPLACE TABLE triage_summary AS
 SELECT
     $requests_total::BIGINT AS requests_total,
@@ -38,8 +39,4 @@ SELECT
     (SELECT max(tolerance_s) FROM evidence_joins) AS join_tolerance_s,
     -- records joined by id need no time: the median time between them shows a source read in the wrong zone
     (SELECT median(delta_s) FROM evidence_joins
-     WHERE status = 'matched' AND method = 'id' AND partner_request_id <> request_id) AS join_id_delta_s,
-    -- aggregate finding (triage/aggregate_bounds): bounds from Prometheus histograms, not requests
-    (SELECT count(*) FROM aggregate_findings) AS aggregate_series,
-    (SELECT sum(lower) FROM aggregate_findings) AS aggregate_lower,
-    (SELECT sum(upper) FROM aggregate_findings) AS aggregate_upper;
+     WHERE status = 'matched' AND method = 'id' AND partner_request_id <> request_id) AS join_id_delta_s;

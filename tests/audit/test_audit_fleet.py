@@ -111,7 +111,7 @@ def test_triage_with_pool_in_effect_gives_the_same_155(fleet, truth, tmp_path):
                  inventory=fleet / "inventory.toml")
     try:
         assert res.summary["affected"] == truth["affected"] == 155
-        assert "pool in effect" in res.summary["threshold"]
+        assert "pool in effect" in res.summary["oversized_prompt"]["threshold"]
         gt = set(pd.read_parquet(fleet / "ground_truth" / "affected.parquet")["request_id"])
         assert set(res.affected["request_id"]) == gt
         h = res.case.df("SELECT threshold_source, pool_in_effect, count(*) AS n FROM triage_hits "

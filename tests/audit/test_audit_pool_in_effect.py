@@ -76,7 +76,8 @@ def test_pool_in_effect_differs_from_the_global_threshold(both):
     glob_, pie = both
     assert set(glob_.affected["request_id"]) == {"r2", "r3", "r4", "r6", "r8"}
     assert set(pie.affected["request_id"]) == {"r1", "r4", "r6", "r7", "r8"}
-    assert "pool in effect" in pie.summary["threshold"] and "one global pool" in glob_.summary["threshold"]
+    assert "pool in effect" in pie.summary["oversized_prompt"]["threshold"] and \
+        "one global pool" in glob_.summary["oversized_prompt"]["threshold"]
 
 
 def test_each_request_says_which_pool_judged_it(both):
@@ -121,4 +122,4 @@ def test_triage_cli_startup_option(fleet_dir, tmp_path):
                                  "zai-org/GLM-5.3", "--startup", str(fleet_dir / "startup"), "--json", "-q"])
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout)["summary"]
-    assert s["affected"] == 5 and "pool in effect" in s["threshold"]
+    assert s["affected"] == 5 and "pool in effect" in s["oversized_prompt"]["threshold"]

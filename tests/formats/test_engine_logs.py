@@ -160,7 +160,7 @@ def test_hour_only_times_judged_the_same_with_the_pool_in_effect(run_fixture, tm
         "[2026-08-01 00:00:05 TP0] max_total_num_tokens=681280, chunked_prefill_size=16384, max_prefill_tokens=16384, "
         "max_running_requests=64, context_len=1048576, available_gpu_mem=8.93 GB\n")
     r = run_fixture("sglang_metrics", source_tz="America/Chicago", startup=[startup])
-    assert r.summary["threshold"].startswith("pool in effect")
+    assert r.summary["oversized_prompt"]["threshold"].startswith("pool in effect")
     assert categories(r) == plain
     assert {k for k, v in categories(r).items() if v == "possibly-affected"} == POSSIBLY_AFFECTED
 

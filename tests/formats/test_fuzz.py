@@ -157,8 +157,8 @@ def test_mutated_inputs_of_every_format_are_fully_accounted_for(tmp_path_factory
     case = Case.create(root / "case")
     try:
         ingest(case, sources, IngestOptions(source_tz="UTC", hash="none", max_line_bytes=MAX_LINE))
-        params = SPEC.query_params()
-        case.run("triage/hits", params)            # downstream of the merge, too
+        params = {**SPEC.query_params(), **SPEC.params.query_params()}
+        case.run("triage/hits", params, mechanism=SPEC.mech.folder)            # downstream of the merge, too
         counts = {r[0]: r[1:] for r in case.con.execute(
             "SELECT s.format, coalesce(sum(c.n), 0), coalesce(sum(c.n) FILTER (WHERE c.kind <> 'bad'), 0), "
             "coalesce(sum(c.n) FILTER (WHERE c.kind = 'bad'), 0) FROM sources AS s "

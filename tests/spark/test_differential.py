@@ -41,7 +41,7 @@ def triage_both(spark, spec: Path, lake: Path | str, out: Path, **kw):
     """The same lake triaged by DuckDB and by Spark; every result table equal, rows and order."""
     d = kvir.triage(spec, [lake if isinstance(lake, Path) else Path(lake.removeprefix("file://"))],
                     out=out / "duckdb", **kw)
-    s = kvir.triage(spec, [lake], out=out / "spark", engine="spark", **kw)
+    s = kvir.triage(spec, [lake], out=out / "spark", query_engine="spark", **kw)
     for t in TABLES:
         q = f"SELECT * FROM {t}"
         assert d.case.con.execute(q).fetchall() == s.case.con.execute(q).fetchall(), t
@@ -50,12 +50,12 @@ def triage_both(spark, spec: Path, lake: Path | str, out: Path, **kw):
     hits = "SELECT * FROM triage_hits ORDER BY request_id"
     assert d.case.con.execute(hits).fetchall() == s.case.con.execute(hits).fetchall()
     # models_seen needs `requests` in the case, which a lake only Spark reaches leaves out (README)
-    skip = ("seconds", "engine", "serving_engine", "models_seen")
+    skip = ("seconds", "query_engine", "serving_engine", "models_seen")
     same = {k: v for k, v in d.summary.items() if k not in skip}
     assert same == {k: v for k, v in s.summary.items() if k not in skip}
     # the serving engine is the same; where it was read (the lake's sources, start-up logs) may be said differently
     assert d.summary["serving_engine"]["engine"] == s.summary["serving_engine"]["engine"]
-    assert (d.summary["engine"], s.summary["engine"]) == ("duckdb", "spark")
+    assert (d.summary["query_engine"], s.summary["query_engine"]) == ("duckdb", "spark")
     return d, s
 
 
@@ -116,12 +116,13 @@ def test_reference_fleet_parquet_on_both_engines_equals_the_ground_truth(spark, 
     assert all(x["read"] == x["parsed"] + x["quarantined"] for x in s.sources)
     # the manifest records the engine and the Spark SQL that ran, with its parameters bound, not pasted
     m = json.loads((tmp_path / "spark" / "manifest.json").read_text())
-    assert m["engine"]["name"] == "spark" and m["engine"]["master"] == "local[2]"
-    hits = next(q for q in m["queries"] if q["query"] == "queries/triage/hits.sql")
+    assert m["query_engine"]["name"] == "spark" and m["query_engine"]["master"] == "local[2]"
+    hits = next(q for q in m["queries"] if q["query"] == "queries/mechanisms/oversized_prompt/triage/hits.sql")
     assert hits["engine"] == "spark" and ":pool_tokens" in hits["compiled_sql"] and "681280" not in hits["compiled_sql"]
     assert hits["params"]["pool_tokens"] == 681280
     assert [q["query"] for q in m["queries"] if q.get("engine") == "spark"] == [
-        "queries/triage/hits.sql", "queries/triage/affected.sql", "queries/triage/excluded.sql",
+        "queries/mechanisms/oversized_prompt/triage/hits.sql", "queries/triage/listed.sql",
+        "queries/mechanisms/oversized_prompt/triage/affected.sql", "queries/triage/excluded.sql",
         "queries/triage/accounts.sql", "queries/triage/nodes.sql"]
     # reports read the Spark case unchanged (requests: a view over the lake's files)
     s.case.close()
@@ -142,7 +143,7 @@ def test_rule_switch_on_both_engines(spark, fleet, tmp_path):
         assert set(r.affected["request_id"]) == {g["request_id"] for g in gt} | set(engine_only["request_id"].to_pylist())
         assert dict(zip(r.accounts["account_id"], r.accounts["affected"])) == truth["per_account_engine_rule"]
         assert r.summary["other_rule_drops"] == 7 and r.summary["other_rule_adds"] == 0
-    assert s.case.manifest["engine"]["requests_in_case"].startswith("not attached")
+    assert s.case.manifest["query_engine"]["requests_in_case"].startswith("not attached")
 
 
 def test_excluded_accounts_on_both_engines(spark, fleet, tmp_path):
@@ -250,7 +251,7 @@ def test_pool_in_effect_on_both_engines(spark, edges, tmp_path):
     root, spec = edges
     d, s = triage_both(spark, spec, root / "lake", tmp_path, startup=[root / "startup" / "prefill-0.log"], source_tz=CHI)
     for r in (d, s):
-        assert r.summary["threshold"].startswith("pool in effect")
+        assert r.summary["oversized_prompt"]["threshold"].startswith("pool in effect")
         assert set(r.affected["request_id"]) == EDGE_AFFECTED | AFFECTED["sglang_metrics"] | {"d7"}
         # only d1, d2 and d7 have a prefill copy (rooms 1001, 1002, 1007 in prefill-0.jsonl): d1 and d2 ran
         # after the restart and fall under the new limits; d3-d6 name no prefill node and keep the global rule

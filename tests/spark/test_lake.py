@@ -92,9 +92,9 @@ def test_shards_are_written_once_each_and_read_only_when_complete(pd_lake):
 def test_engine_choice_and_spark_settings_are_checked_before_any_work(pd_lake):
     tmp_path, spec, _ = pd_lake
     with pytest.raises(InputError, match="--engine must be duckdb or spark"):
-        kvir.triage(spec, [tmp_path / "lake"], out=tmp_path / "c", engine="trino")
+        kvir.triage(spec, [tmp_path / "lake"], out=tmp_path / "c", query_engine="trino")
     with pytest.raises(InputError, match="not a kvir canonical dataset"):
-        kvir.triage(spec, [FIXTURES / "sglang_json"], out=tmp_path / "c", engine="spark")
+        kvir.triage(spec, [FIXTURES / "sglang_json"], out=tmp_path / "c", query_engine="spark")
     with pytest.raises(InputError, match="not both"):
         kvir.triage(spec, [tmp_path / "lake", FIXTURES / "sglang_json"], out=tmp_path / "c")
     assert parse_conf(["spark.executor.memory=8g", "spark.sql.shuffle.partitions = 64"]) == {

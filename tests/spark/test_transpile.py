@@ -6,19 +6,22 @@ SQL and rewrite them with `KVIR_UPDATE_GOLDEN=1 python -m pytest -q tests/spark/
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from kvir.core import sql
-from kvir.triage.run import TRIAGE_QUERIES
+from kvir.spec.mechanism import mechanisms
 from kvir.triage.transpile import (Macro, TranspileError, inline_macros, parse_override, spark_query,
                                    strftime_to_java, transpile)
 
 GOLDEN = Path(__file__).parent / "golden"
-# every query kvir.triage.spark runs: run.py's list and the pool-in-effect variant of triage/hits
-SPARK_PATH = tuple(dict.fromkeys(TRIAGE_QUERIES + ("triage/hits_pool_in_effect",)))
+# every query kvir.triage.spark runs: each Spark mechanism's list, with and without the pool in effect, each
+# named as kvir.core.sql.load finds it (the mechanism's own file, else the shared one)
+SPARK_PATH = tuple(dict.fromkeys(sql.load(n, m.folder).name for m in mechanisms() if m.part("triage").spark
+                                 for pool_in_effect in (False, True) for n in m.part("triage").queries(pool_in_effect)))
 
 
 @pytest.mark.parametrize("name", SPARK_PATH)
@@ -29,7 +32,7 @@ def test_every_query_of_the_spark_path_transpiles_to_its_golden_sql(name):
     assert "$" not in q.sql and "kvir_" not in q.sql.lower() and "to_seconds" not in q.sql.lower()
     for p in q.params:
         assert f":{p}" in q.sql
-    target = sql.load(name).text.split("CREATE OR REPLACE TABLE ", 1)[1].split()[0]
+    target = re.search(r"CREATE OR REPLACE (?:TEMP )?TABLE (\w+)", sql.load(name).text).group(1)
     assert q.target == target
     golden = GOLDEN / f"{name.replace('/', '__')}.spark.sql"
     if os.environ.get("KVIR_UPDATE_GOLDEN"):
@@ -83,3 +86,14 @@ def test_an_override_is_spark_sql_that_documents_its_parameters():
     with pytest.raises(TranspileError, match="Params"):
         parse_override("t/o", "-- o\nSELECT 1")
     assert not any(n.endswith(".spark") for n in sql.all_query_names())   # overrides are not DuckDB queries
+
+
+def test_a_temporary_table_stays_temporary():
+    """A step between two queries (CREATE TEMP TABLE: triage/listed) is a temporary table in the case too,
+    from a transpiled file or an override; a case table is not."""
+    assert transpile("t/tmp", "-- t: a test\n-- Params: none\nCREATE OR REPLACE TEMP TABLE tmp_t AS SELECT 1 AS x"
+                     ).temporary is True
+    assert spark_query("triage/listed").temporary and not spark_query("triage/accounts").temporary
+    q = parse_override("t/o", "-- o: a test\n-- Params: none\nCREATE OR REPLACE TEMP TABLE step_t AS SELECT 1 AS x")
+    assert (q.target, q.temporary, q.sql) == ("step_t", True, "SELECT 1 AS x")
+    assert parse_override("t/o", "-- o: a test\n-- Params: none\nCREATE TABLE out_t AS SELECT 1").temporary is False

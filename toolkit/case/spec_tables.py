@@ -58,7 +58,6 @@ def _record_spec(case: Case, spec: IncidentSpec) -> None:
              "declared_engine": spec.engine or "",
              "awareness_time": spec.awareness_time.isoformat() if spec.awareness_time else "",
              "spec_path": str(spec.path) if spec.path else ""}
-    facts.update(_legacy_keys(spec.mechanism, record))
     for k, v in facts.items():
         con.execute("INSERT INTO incident VALUES ($k, $v)", {"k": k, "v": v})
     _insert_spec_facts(case, spec)
@@ -150,24 +149,3 @@ def case_mechanism(case: Case) -> tuple[Mechanism, Any]:
                         path=str(case.home or case.path))
     m = mechanism(name)
     return m, m.spec.restore(json.loads(raw))
-
-
-# --- transitional (issue 30): flat keys the stages read before case_mechanism; removed with their last reader
-def _legacy_keys(name: str, record: dict[str, Any]) -> dict[str, str]:
-    if name == "oversized-prompt":
-        return {k: str(record[k]) for k in ("pool_tokens", "context_tokens", "rule")}
-    out = {"pool_tokens": "", "context_tokens": "", "rule": "", "prefix_cache": json.dumps(record)}
-    out.update({"prefix_cache_block_tokens": str(record.get("block_tokens") or ""),
-                "prefix_cache_salt_field": record.get("salt_field", ""),
-                "prefix_cache_isolation": record.get("isolation", ""),
-                "prefix_cache_lifetime_s": str(record.get("lifetime_s") or ""),
-                "prefix_cache_instances": json.dumps(list(record.get("instances") or []))})
-    return out
-
-
-def incident_mechanism(case: Case) -> tuple[str, Any]:
-    """Transitional: (name, [prefix_cache] params or None), as the stages read it before case_mechanism."""
-    if not case.has("incident") or _incident_value(case, "mechanism") is None:
-        return "oversized-prompt", None
-    m, params = case_mechanism(case)
-    return m.name, params if m.spec.section == "prefix_cache" else None

@@ -142,6 +142,13 @@ class KvirCommand(typer.core.TyperCommand):
             if rows:
                 with formatter.section(title):
                     formatter.write_dl(rows)
+        if any(p.name == "mechanism" for p in self.get_params(ctx)):
+            # the registered mechanisms, each with its one line, for a --mechanism option: read when the
+            # help is shown, not whenever the CLI loads (registering imports every mechanism's parts)
+            from kvir.spec.mechanism import mechanisms
+
+            with formatter.section("Mechanisms"):
+                formatter.write_dl([(m.name, m.summary) for m in mechanisms()])
 
 
 class KvirGroup(typer.core.TyperGroup):

@@ -18,20 +18,21 @@ def register(app: typer.Typer) -> None:
 @guarded
 def init(path: Annotated[Path, typer.Argument(help="Where to write the template.")] = Path("incident.toml"),
          force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
-         mechanism: Annotated[str, typer.Option("--mechanism", help="How KV crossed tenants: oversized-prompt (a prompt beyond the KV pool served instead of refused) or prefix-cache (a prefix cache shared across tenants).")] = "oversized-prompt") -> None:
+         mechanism: Annotated[Optional[str], typer.Option("--mechanism", help="How KV crossed tenants: one of the mechanisms listed below (default: the first).")] = None) -> None:
     """Write a commented incident.toml template, then say the next commands: triage, audit, replay, report."""
-    from kvir.spec.mechanism import names
+    from kvir.spec.mechanism import mechanism as mechanism_named, names
     from kvir.spec.template import template
 
-    if mechanism not in names():
+    if mechanism is not None and mechanism not in names():
         fail(f"--mechanism: expected one of {', '.join(names())}, got {mechanism!r}")
+    m = mechanism_named(mechanism)
     if path.exists() and not force:
         fail(f"{path}: already exists (use --force to overwrite)")
-    path.write_text(template(mechanism))
+    path.write_text(template(m.name))
     echo(str(path))
     from kvir.cli.present.steps import lines
 
-    fill = "[prefix_cache]" if mechanism == "prefix-cache" else "pool, context"
+    fill = f"[{m.spec.section}]" if m.spec.section else ""      # the mechanism's own table of the spec
     for line in lines(path, init=True, fill=fill):
         say(line, wrap=False)          # commands to copy: whole lines
 
@@ -86,7 +87,7 @@ def triage(
     options = TriageOptions.of(format=format, source_tz=source_tz, served_model=served_model, year=year,
                                max_bad_lines=max_bad_lines, keep_raw=keep_raw, hash=hash, progress=not quiet,
                                memory_limit=memory_limit, startup=startup or None, inventory=inventory,
-                               join_tolerance_s=join_tolerance, max_line_bytes=max_line_bytes, engine=engine,
+                               join_tolerance_s=join_tolerance, max_line_bytes=max_line_bytes, query_engine=engine,
                                spark_master=spark_master, spark_conf=conf)
     result = run_triage(incident, paths or [], out=out, options=options)
     if not quiet:

@@ -114,7 +114,7 @@ def parse_query(name: str, text: str) -> Query:
 
 @lru_cache(maxsize=None)
 def load(name: str, mechanism: str | None = None) -> Query:
-    """queries/<name>.sql, e.g. load("triage/affected") or load("adapters/sglang_json"). With `mechanism` (a
+    """queries/<name>.sql, e.g. load("triage/summary") or load("adapters/sglang_json"). With `mechanism` (a
     mechanism's folder, kvir.spec.mechanism.Mechanism.folder) its own queries/mechanisms/<folder>/<name>.sql
     comes first: as in dbt's adapter dispatch, a mechanism's file of a name overrides the shared one."""
     if mechanism is not None:

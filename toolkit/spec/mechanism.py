@@ -194,10 +194,3 @@ def _import(module: str, attr: str, what: str) -> Any:
         return getattr(mod, attr)
     except AttributeError:
         raise KvirError(f"{what}: {module} has no {attr}") from None
-
-
-# --- transitional (issue 30): the names the stages used before the registry; each stage's move removes
-# its uses, and this block goes when none is left (tests/test_architecture.py counts them).
-OVERSIZED_PROMPT = "oversized-prompt"
-PREFIX_CACHE = "prefix-cache"
-MECHANISMS = (OVERSIZED_PROMPT, PREFIX_CACHE)

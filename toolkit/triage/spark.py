@@ -1,15 +1,16 @@
 """`kvir triage --engine spark`: the triage questions of queries/ on Spark, over canonical datasets.
 
-    kvir.triage("incident.toml", ["s3a://lake/"], out="case/", engine="spark", spark_master="yarn")
+    kvir.triage("incident.toml", ["s3a://lake/"], out="case/", query_engine="spark", spark_master="yarn")
 
 The lakes (kvir.ingest.lake; local folders or any URI Spark reads) become the temporary view `requests`;
 the case's small spec tables (account_rules, node_configs when start-up logs were given) are shipped to
-Spark as DataFrames; each query of run.py's list runs in its Spark form (kvir.triage.transpile: values
-bound as Spark named parameters, never formatted in), its table kept as a cached temporary view for the
-next query and brought back through Arrow into the same DuckDB case. Audit, replay and reports then read
-the case as after a DuckDB triage; for a local lake the case's `requests` is a DuckDB view over the same
-files (kvir.ingest.lake.requests_view). The manifest records the engine, its settings and, per query, the
-Spark SQL that ran with its parameters.
+Spark as DataFrames; each query of the mechanism's list (its triage part's, each found in its folder first:
+kvir.core.sql.load) runs in its Spark form (kvir.triage.transpile: values bound as Spark named parameters,
+never formatted in), its table kept as a cached temporary view for the next query and brought back
+through Arrow into the same DuckDB case (a temporary table there too when the DuckDB file makes one).
+Audit, replay and reports then read the case as after a DuckDB triage; for a local lake the case's
+`requests` is a DuckDB view over the same files (kvir.ingest.lake.requests_view). The manifest records the
+query engine, its settings and, per query, the Spark SQL that ran with its parameters.
 
 The session: an active one is reused (a notebook's, spark-submit's); else one is built with `master`
 (none: Spark's own default, local[*] from plain Python) and `conf`. kvir always sets the session time
@@ -146,9 +147,12 @@ def ship(case: Case, spark, table: str) -> None:
         spark.createDataFrame(t).createOrReplaceTempView(table)
 
 
-def run_query(case: Case, spark, name: str, params: dict[str, Any], cached: list) -> pa.Table | None:
-    """One query in its Spark form; a table-making query's result is cached in Spark under its name and
-    written into the case. The Spark SQL, its parameters and row count go into the case's query log."""
+def run_query(case: Case, spark, name: str, params: dict[str, Any], cached: list,
+              mechanism: str | None = None) -> pa.Table | None:
+    """One query in its Spark form (the mechanism's file of that name first: kvir.core.sql.load); a
+    table-making query's result is cached in Spark under its name and written into the case. The Spark SQL,
+    its parameters and row count go into the case's query log."""
+    name = load(name, mechanism).name
     q = spark_query(name)
     missing = [p for p in q.params if p not in params]
     if missing:
@@ -168,7 +172,8 @@ def run_query(case: Case, spark, name: str, params: dict[str, Any], cached: list
         con = case.con
         con.register("spark_result", result)
         try:
-            con.execute(f"CREATE OR REPLACE TABLE {q.target} AS SELECT * FROM spark_result")   # a kvir table name
+            kind = "TEMP TABLE" if q.temporary else "TABLE"
+            con.execute(f"CREATE OR REPLACE {kind} {q.target} AS SELECT * FROM spark_result")   # a kvir table name
         finally:
             con.unregister("spark_result")
     case.log.record(load(name), q.sql, bound, result.num_rows, time.perf_counter() - t0,
@@ -179,9 +184,10 @@ def run_query(case: Case, spark, name: str, params: dict[str, Any], cached: list
 
 def triage_on_spark(case: Case, roots: list[str], queries: tuple[str, ...], params: dict[str, Any], *,
                     master: str | None = None, conf: dict[str, str] | None = None,
-                    prepare: Callable[[Case], None] | None = None) -> LakeInfo:
-    """Attach the lakes to the case and run `queries` on Spark (see the module docstring). `prepare(case)`
-    runs once the lake's side tables are in the case, before the queries (it may complete `params`)."""
+                    prepare: Callable[[Case], None] | None = None, mechanism: str | None = None) -> LakeInfo:
+    """Attach the lakes to the case and run `queries` on Spark (see the module docstring; `mechanism`: its
+    folder, whose files come first). `prepare(case)` runs once the lake's side tables are in the case,
+    before the queries (it may complete `params`)."""
     spark = session(master, conf)
     requests, shards = lake_requests(spark, roots)
     # side tables: DuckDB reads a local lake directly (a few small files; Spark would run a job per table)
@@ -200,17 +206,19 @@ def triage_on_spark(case: Case, roots: list[str], queries: tuple[str, ...], para
     cached: list = []
     try:
         for name in queries:
-            run_query(case, spark, name, params, cached)
+            run_query(case, spark, name, params, cached, mechanism)
     finally:
         for df in cached:
             df.unpersist()
-        for t in ("requests",) + SPEC_TABLES + tuple(spark_query(n).target or "" for n in queries):
+        for t in ("requests",) + SPEC_TABLES + tuple(spark_query(load(n, mechanism).name).target or ""
+                                                      for n in queries):
             if t:
                 spark.catalog.dropTempView(t)
     import pyspark
 
-    case.manifest["engine"] = {"name": "spark", "pyspark": pyspark.__version__, "spark": spark.version,
-                               "master": spark.sparkContext.master, "conf": dict(conf or {}),
-                               "requests_in_case": "view over the lake files" if local else
-                               "not attached: the lake is not a local folder (reports and replay read `requests`)"}
+    case.manifest["query_engine"] = {"name": "spark", "pyspark": pyspark.__version__, "spark": spark.version,
+                                     "master": spark.sparkContext.master, "conf": dict(conf or {}),
+                                     "requests_in_case": "view over the lake files" if local else
+                                     "not attached: the lake is not a local folder (reports and replay read "
+                                     "`requests`)"}
     return info

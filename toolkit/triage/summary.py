@@ -37,7 +37,7 @@ class TriageOptions:
     inventory: str | None = None
     join_tolerance_s: float | None = None
     max_line_bytes: int | None = None
-    engine: str = "duckdb"            # the query engine: duckdb or spark (not the serving engine)
+    query_engine: str = "duckdb"      # duckdb or spark: what runs the queries (not the serving engine)
     spark_master: str | None = None
     spark_conf: dict[str, str] | None = None
 

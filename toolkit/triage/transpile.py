@@ -1,6 +1,6 @@
 """kvir's DuckDB query files as Spark SQL, by sqlglot: the same questions, values still bound.
 
-    q = spark_query("triage/hits")   # SparkQuery: Spark SQL with :name markers, the table it makes, params
+    q = spark_query("triage/accounts")   # SparkQuery: Spark SQL with :name markers, the table it makes, params
 
 For queries/<name>.sql (one statement, written for DuckDB):
   1. parse it with sqlglot (read="duckdb");
@@ -13,10 +13,13 @@ For queries/<name>.sql (one statement, written for DuckDB):
      passes it through and Spark reads `asof` as an alias), a function sqlglot does not know (it would be
      passed through by name);
   5. write Spark SQL; `$name` becomes the Spark named parameter marker `:name`.
-A file `CREATE [OR REPLACE] TABLE t AS <query>` yields <query> and target `t` (kvir.triage.spark makes it a
-cached temporary view: spark_catalog has no REPLACE TABLE AS SELECT).
+A file `CREATE [OR REPLACE] [TEMP] TABLE t AS <query>` yields <query> and target `t` (kvir.triage.spark makes
+it a cached temporary view: spark_catalog has no REPLACE TABLE AS SELECT; `temporary`: the DuckDB file makes
+a temporary table, a step between two queries rather than a table of the case).
 
-Where a construct does not transpile, queries/<name>.spark.sql beside the DuckDB file is used instead:
+A mechanism's query is named as kvir.core.sql.load resolves it (its Query.name, e.g.
+"mechanisms/<folder>/triage/hits"). Where a construct does not transpile, queries/<name>.spark.sql beside
+the DuckDB file is used instead:
 Spark SQL with `:name` markers, a header like every query file (`-- name: ...`, `-- Params: :a, :b`), and
 optionally `CREATE OR REPLACE TABLE t AS`. None is needed today (tests/spark/test_transpile.py).
 """
@@ -36,7 +39,8 @@ _EMITTED = {"date_format"}
 _STRFTIME = {"%Y": "yyyy", "%m": "MM", "%d": "dd", "%H": "HH", "%M": "mm", "%S": "ss", "%f": "SSSSSS",
              "%y": "yy", "%j": "DDD", "%b": "MMM", "%B": "MMMM", "%a": "EEE", "%A": "EEEE", "%z": "xx",
              "%%": "%"}
-_CTAS = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\s+([a-z][a-z0-9_]*)\s+AS\s+", re.I)
+_CTAS = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(TEMP(?:ORARY)?\s+)?TABLE\s+([a-z][a-z0-9_]*)\s+AS\s+",
+                   re.I)
 _MARKER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
@@ -54,6 +58,7 @@ class SparkQuery:
     source_sha256: str           # SHA-256 of the file the SQL came from
     macros: tuple[str, ...] = ()     # macros inlined
     rewrites: tuple[str, ...] = ()   # rewrites applied (step 3)
+    temporary: bool = False          # the DuckDB file makes a temporary table (CREATE TEMP TABLE)
 
     @property
     def sha256(self) -> str:
@@ -176,7 +181,7 @@ def refuse_unportable(tree, macros: dict[str, Macro], where: str) -> None:
     for j in tree.find_all(exp.Join):
         if str(j.args.get("method") or "").upper() == "ASOF":
             raise TranspileError(f"{where}: ASOF JOIN does not transpile to Spark; write it as a window "
-                                 "(see queries/triage/hits_pool_in_effect.sql) or add a .spark.sql override")
+                                 "(as triage/hits_pool_in_effect does) or add a .spark.sql override")
     for f in tree.find_all(exp.Anonymous):
         name = str(f.this).lower()
         if name in macros:
@@ -199,11 +204,12 @@ def transpile(name: str, text: str, macros: dict[str, Macro] | None = None) -> S
         raise TranspileError(f"{where}: sqlglot cannot parse it: {str(e).splitlines()[0]}") from None
     if len(trees) != 1:
         raise TranspileError(f"{where}: {len(trees)} statements; the Spark engine runs files of one statement")
-    tree, target = trees[0], None
+    tree, target, temporary = trees[0], None, False
     if isinstance(tree, exp.Create):
         if str(tree.args.get("kind")).upper() != "TABLE" or tree.expression is None:
             raise TranspileError(f"{where}: only CREATE TABLE ... AS <query> or a query runs on Spark")
         target = tree.this.name if isinstance(tree.this, exp.Table) else tree.this.this.name
+        temporary = tree.find(exp.TemporaryProperty) is not None
         tree = tree.expression
     tree, used = inline_macros(tree, macros, where)
     tree, applied = rewrite_for_spark(tree)
@@ -211,7 +217,7 @@ def transpile(name: str, text: str, macros: dict[str, Macro] | None = None) -> S
     params = tuple(dict.fromkeys(p.name for p in tree.find_all(exp.Placeholder)))
     sql = tree.sql(dialect="spark", pretty=True, comments=False)
     return SparkQuery(name, sql, target, params, where, hashlib.sha256(text.encode()).hexdigest(),
-                      tuple(dict.fromkeys(used)), tuple(dict.fromkeys(applied)))
+                      tuple(dict.fromkeys(used)), tuple(dict.fromkeys(applied)), temporary)
 
 
 def parse_override(name: str, text: str) -> SparkQuery:
@@ -227,7 +233,8 @@ def parse_override(name: str, text: str) -> SparkQuery:
     params = tuple(dict.fromkeys(_MARKER.findall(strip_sql_literals(sql))))
     if set(params) != set(declared):
         raise TranspileError(f"{where} documents {sorted(declared)} but uses {sorted(params)}")
-    return SparkQuery(name, sql, m.group(1) if m else None, params, where, hashlib.sha256(text.encode()).hexdigest())
+    return SparkQuery(name, sql, m.group(2) if m else None, params, where, hashlib.sha256(text.encode()).hexdigest(),
+                      temporary=bool(m and m.group(1)))
 
 
 def override_text(name: str) -> str | None:

@@ -1,21 +1,8 @@
 SELECT
-  h.request_id,
-  h.ts,
-  h.account_id,
-  a.label AS account_label,
-  a.reason,
-  h.model,
-  h.prompt_tokens,
-  h.http_status,
-  h.prefill_node,
-  h.decode_node,
-  h.source_file,
-  h.source_line
-FROM triage_hits AS h
-JOIN account_rules AS a
-  ON a.account_id = h.account_id
+  excluded_row.*
+FROM listed_hits AS l
 WHERE
-  h.category = 'affected' AND a.exclude
+  l.account_excluded
 ORDER BY
-  h.ts NULLS LAST,
-  h.request_id NULLS LAST
+  l.ts NULLS LAST,
+  l.request_id NULLS LAST

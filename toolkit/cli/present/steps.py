@@ -19,9 +19,9 @@ def commands(spec: Path | str) -> list[tuple[str, str]]:
             ("kvir report --case case", "documents in case/reports/")]
 
 
-def lines(spec: Path | str, *, init: bool = False, fill: str = "pool, context") -> list[str]:
+def lines(spec: Path | str, *, init: bool = False, fill: str = "") -> list[str]:
     """The steps as terminal lines: after `kvir init` (the spec is written; `fill`: the mechanism's own
-    values to edit), or from scratch (the demo)."""
+    values to edit, e.g. its table), or from scratch (the demo)."""
     cmds = commands(spec)
     if not init:
         cmds = [(f"kvir init {shlex.quote(str(spec))}", "a commented spec to fill in")] + cmds
@@ -31,7 +31,8 @@ def lines(spec: Path | str, *, init: bool = False, fill: str = "pool, context") 
         steps = [line for c, what in cmds for line in (f"  # {what}", f"  {c}")]
     if not init:
         return ["On your own incident's logs:"] + steps
-    head = f"next: edit {spec} (models, window, {fill}, [[accounts]]), then:"
+    what = ", ".join(x for x in ("models", "window", fill, "[[accounts]]") if x)
+    head = f"next: edit {spec} ({what}), then:"
     if len(head) > WIDTH:
-        head = f"next: edit {spec}\n  (models, window, {fill}, [[accounts]]), then:"
+        head = f"next: edit {spec}\n  ({what}), then:"
     return head.split("\n") + steps

@@ -66,7 +66,48 @@ def utc_text(value) -> str:
 
 
 def print_triage(result) -> None:
-    s, sources = result.summary, result.sources
+    """The inputs and how each was read, the serving engine, then the headline: the counts every mechanism
+    has, the mechanism's own (its triage part's), the times, joins and aggregate finding; then its tables."""
+    from kvir.triage.plugin import triage_part
+
+    s = result.summary
+    print_reading(result)
+    eng = s.get("serving_engine") or {}
+    if eng:
+        say(f"serving engine: {eng.get('engine')} ({eng.get('source')})")
+    note = (s.get("models_seen") or {}).get("note")
+    if note:
+        say(f"warning: models: {note}")
+    part = triage_part(result.spec.mechanism)
+    shown = part.present(s, result.mechanism_summary)
+    rows = [
+        ("requests (all sources, merged)", s["requests_total"]),
+        ("input files skipped (empty, special, unreadable)", s.get("inputs_skipped", 0)),
+        ("of the incident's model, inside the window", "not counted (columnar input read in place)"
+         if s["in_scope"] is None else s["in_scope"]),
+        *shown.rows,
+        ("first affected (UTC)", utc_text(s["first_affected"])),
+        ("last affected (UTC)", utc_text(s["last_affected"])),
+        *_join_rows(s),
+    ]
+    if s.get("aggregate_series"):
+        rows.append(("aggregate finding (Prometheus histograms: bounds, not requests)",
+                     f"between {s['aggregate_lower']:,} and {s['aggregate_upper']:,}"))
+    stderr.print(table(f"Triage {s['incident']}: {s['rule']}", (Col("count", wrap=True), Col("value", right=True)), rows))
+    for t in shown.tables:
+        stderr.print(table(t.title, t.columns, t.rows, limit=2 * MAX_INPUT_ROWS if t.rest else None, rest=t.rest))
+    if s.get("aggregate_series"):
+        _print_aggregates(result)
+    if any(s.get(k) for k in ("join_matched", "join_unmatched", "join_ambiguous")):
+        _print_joins(result)
+    files = ["affected.csv", "accounts.csv", "nodes.csv", *(f"{x}.csv" for x in part.exports), "manifest.json"]
+    say(f"case: {result.path}  ({', '.join(files)})")
+
+
+def print_reading(result) -> None:
+    """How the inputs were read: per file, the files skipped, the settings each format was read with, and
+    the notes on inputs."""
+    sources = result.sources
     print_inputs(sources)
     skipped = result.case.con.execute("SELECT path, reason FROM skipped_inputs ORDER BY path").fetchall()
     if skipped:
@@ -74,7 +115,6 @@ def print_triage(result) -> None:
                            ("file", Col("reason", under=True)),
                            [[name, reason] for name, (_, reason) in zip(relative([p for p, _ in skipped]), skipped)],
                            limit=MAX_INPUT_ROWS, rest="skipped.csv"))
-
     settings: dict[tuple, int] = {}
     for r in sources:
         key = (r["format"], r["chosen_by"].split(" (")[0], zone_shown(r), r["served_model"] or "-",
@@ -89,89 +129,19 @@ def print_triage(result) -> None:
     if noted:
         stderr.print(table("Notes on inputs (sources.csv)", ("input", Col("note", under=True)), [list(x) for x in noted]))
 
-    eng = s.get("serving_engine") or {}
-    if eng:
-        say(f"serving engine: {eng.get('engine')} ({eng.get('source')})")
-    note = (s.get("models_seen") or {}).get("note")
-    if note:
-        say(f"warning: models: {note}")
-    if s.get("mechanism") == "prefix-cache":
-        _print_prefix_cache(result)
-        return
-    other = s["other_rule"].split(":")[0]
-    rows = [
-        ("requests (all sources, merged)", s["requests_total"]),
-        ("input files skipped (empty, special, unreadable)", s.get("inputs_skipped", 0)),
-        ("of the incident's model, inside the window", "not counted (columnar input read in place)"
-         if s["in_scope"] is None else s["in_scope"]),
-        ("affected responses", s["affected"]),
-        ("  of which to customer accounts", s.get("affected_customer")),
-        ("  of which to labelled accounts (spec [[accounts]])", s["affected_labelled"]),
-        ("  of which to no known account (no record names one)", s["affected_unknown_account"]),
-        ("accounts affected (known ids)", s["affected_accounts"]),
-        ("  customer accounts", s.get("customer_accounts")),
-        ("  labelled accounts", s.get("labelled_accounts")),
-        ("excluded accounts' affected responses", s["excluded"]),
-        ("rejected correctly (4xx / abort 400)", s["rejected"]),
-        ("failed (5xx)", s["failed"]),
-        ("aborted by the client", s["aborted"]),
-        ("undecidable (field missing)", s["undecidable"]),
-        ("possibly affected (start known only to the hour, crossing a window edge)", s.get("possibly_affected", 0)),
-        ("requests whose records conflict (conflicts.csv: most exposing reading taken)", s.get("conflicts", 0)),
-        (f"other rule would add ({other})", s["other_rule_adds"]),
-        (f"other rule would drop ({other})", s["other_rule_drops"]),
-    ]
-    rows += [(f"  flagged requests judged by: {src}", n) for src, n in (s.get("threshold_sources") or {}).items()]
-    rows += [("first affected (UTC)", utc_text(s["first_affected"])), ("last affected (UTC)", utc_text(s["last_affected"]))]
-    joined = sum(s.get(k) or 0 for k in ("join_matched", "join_unmatched", "join_ambiguous"))
-    if joined:
-        rows.append((f"joined by id or ±{s.get('join_tolerance_s') or 0:g} s: matched / ambiguous / unmatched",
-                     f"{s.get('join_matched') or 0:,} / {s.get('join_ambiguous') or 0:,} / {s.get('join_unmatched') or 0:,}"))
-        rows.append(("  ambiguous, held by another source: not counted again", s.get("join_ambiguous_held") or 0))
-        skew = s.get("join_id_delta_s")
-        if skew is not None and abs(skew) > (s.get("join_tolerance_s") or 0):
-            rows.append(("  id-joined records lie apart in time: a zone (--source-tz) is wrong?",
-                         f"{skew / 3600:+.2f} h"))
-    if s.get("aggregate_series"):
-        rows.append(("aggregate finding (Prometheus histograms: bounds, not requests)",
-                     f"between {s['aggregate_lower']:,} and {s['aggregate_upper']:,}"))
-    stderr.print(table(f"Triage {s['incident']}: {s['rule']}", (Col("count", wrap=True), Col("value", right=True)), rows))
-    if s.get("aggregate_series"):
-        _print_aggregates(result)
-    if joined:
-        _print_joins(result)
-    say(f"case: {result.path}  (affected.csv, accounts.csv, nodes.csv, manifest.json)")
 
-
-def _print_prefix_cache(result) -> None:
-    """The prefix-cache mechanism's headline, and its verdicts per instance and tenant (prefix_cache_counts)."""
-    s = result.summary
-    pc = s.get("prefix_cache") or {}
-    rows = [
-        ("requests (all sources, merged)", s["requests_total"]),
-        ("input files skipped (empty, special, unreadable)", s.get("inputs_skipped", 0)),
-        ("of the incident's model, inside the window", s["in_scope"]),
-        ("served with cached prompt tokens", s.get("cache_hits", 0)),
-        ("affected (no same-tenant request could have written them)", s["affected"]),
-        ("possibly affected (the same tenant could, and so could another)", s["possibly_affected"]),
-        ("cannot decide (no cached_tokens, no account, or outcome unknown)", s["cannot_decide"]),
-        ("accounts affected or possibly affected (known ids)", s["affected_accounts"]),
-        ("excluded accounts' responses", s["excluded"]),
-        ("first affected (UTC)", utc_text(s["first_affected"])),
-        ("last affected (UTC)", utc_text(s["last_affected"])),
-    ]
-    without = pc.get("formats_without_cached_tokens") or []
-    if without:
-        rows.append(("formats that carry no cached_tokens (cannot decide)", ", ".join(without)))
-    stderr.print(table(f"Triage {s['incident']}: {s['rule']}", (Col("count", wrap=True), Col("value", right=True)), rows))
-    per = [r for r in pc.get("by_instance_tenant", []) if r["cache_hits"] or r["cannot_decide"]]
-    if per:
-        stderr.print(table("Prefix cache per instance and tenant (prefix_cache_counts)",
-                           ("instance", "tenant", ("hits", "right"), ("affected", "right"), ("possibly", "right"),
-                            ("cannot decide", "right")),
-                           [[r["instance"], r["tenant"] or "-", r["cache_hits"], r["affected"], r["possibly_affected"],
-                             r["cannot_decide"]] for r in per], limit=2 * MAX_INPUT_ROWS, rest="prefix_cache_counts.csv"))
-    say(f"case: {result.path}  (affected.csv, accounts.csv, nodes.csv, prefix_cache_counts.csv, manifest.json)")
+def _join_rows(s: dict) -> list[tuple[str, object]]:
+    """How evidence without a shared request id was joined (none: no rows)."""
+    if not sum(s.get(k) or 0 for k in ("join_matched", "join_unmatched", "join_ambiguous")):
+        return []
+    rows: list[tuple[str, object]] = [
+        (f"joined by id or ±{s.get('join_tolerance_s') or 0:g} s: matched / ambiguous / unmatched",
+         f"{s.get('join_matched') or 0:,} / {s.get('join_ambiguous') or 0:,} / {s.get('join_unmatched') or 0:,}"),
+        ("  ambiguous, held by another source: not counted again", s.get("join_ambiguous_held") or 0)]
+    skew = s.get("join_id_delta_s")
+    if skew is not None and abs(skew) > (s.get("join_tolerance_s") or 0):
+        rows.append(("  id-joined records lie apart in time: a zone (--source-tz) is wrong?", f"{skew / 3600:+.2f} h"))
+    return rows
 
 
 def _print_aggregates(result) -> None:

@@ -6,7 +6,7 @@ What such a response carries is not foreign text: a block is reused only for the
 answers its own prompt. What crossed tenants is the fact that the other tenant had sent that text: the
 cached-token count and the latency tell it, which lets a tenant confirm a guess of another tenant's prompt
 (a system prompt, a document). Every sentence states its owner: the spec's [prefix_cache], the triage's
-verdicts (queries/triage/prefix_cache_*.sql), the start-up logs (kvir audit: prefix caching per start, the
+verdicts (queries/mechanisms/prefix_cache/triage/*.sql), the start-up logs (kvir audit: prefix caching per start, the
 salt in the build's code from kvir.rules.prefix_cache), the declared defect.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from kvir.mechanisms.prefix_cache.spec import PrefixCacheParams
 from kvir.report.story import Story
-from kvir.triage.prefix import PrefixCacheRule
+from kvir.mechanisms.prefix_cache.triage import PrefixCacheRule
 
 ISOLATION = {
     "salt": "the cache salt each caller sends ({field}): a tenant that sends another tenant's salt shares its cache",

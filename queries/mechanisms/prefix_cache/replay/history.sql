@@ -1,6 +1,6 @@
 -- history: the replay's request sequence through the cache: every request of the incident's model on the
 -- instances of the affected responses, up to the last of them, in triage's order (time, then source file
--- and line, then id: queries/triage/prefix_cache_hits.sql numbers them the same way).
+-- and line, then id: queries/mechanisms/prefix_cache/triage/hits.sql numbers them the same way).
 -- Params: $models, $until
 SELECT q.request_id, q.account_id, q.ts, coalesce(q.prefill_node, q.decode_node, 'unknown') AS instance,
        q.prompt_tokens, q.cached_tokens, q.prefill_node, q.decode_node, q.completion_tokens

@@ -1,6 +1,6 @@
--- prefix_cache_counts: the prefix-cache verdicts per instance and tenant, over every request of the model
+-- counts: the prefix-cache verdicts per instance and tenant, over every request of the model
 -- inside the window (triage_hits holds only the cache hits; this pass counts the rest without copying it).
--- Params: none (reads the temporary table prefix_cache_scope of triage/prefix_cache_hits)
+-- Params: none (reads the temporary table prefix_cache_scope of triage/hits)
 -- cannot_decide: served requests whose source carries no cached_tokens, cache hits without an account, and
 -- requests of unknown outcome: never counted as clean. `sources` names the formats that gave no count.
 CREATE OR REPLACE TABLE prefix_cache_counts AS

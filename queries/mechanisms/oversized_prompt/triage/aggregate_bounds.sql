@@ -83,5 +83,5 @@ JOIN spans AS sp USING (source_id, metric, labels)
 JOIN sources AS src ON src.source_id = bd.source_id
 CROSS JOIN thr
 WHERE bd.total IS NOT NULL
-  AND thr.t IS NOT NULL      -- no length threshold (the prefix-cache mechanism): prompt histograms bound nothing
+  AND thr.t IS NOT NULL      -- no threshold (the engine rule, the engine unknown): histograms bound nothing
 ORDER BY bd.source_id, bd.metric, bd.labels;

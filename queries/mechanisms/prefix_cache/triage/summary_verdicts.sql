@@ -1,6 +1,6 @@
--- prefix_cache_summary: the headline (triage_summary, made by triage/summary) restated for the prefix-cache
+-- summary_verdicts: the headline (triage_summary, made by triage/summary) restated for the prefix-cache
 -- mechanism: `affected` counts the responses judged affected, `possibly_affected` those that may be, and
--- `cannot_decide` (also in `undecidable`) the requests whose evidence cannot say (triage/prefix_cache_counts).
+-- `cannot_decide` (also in `undecidable`) the requests whose evidence cannot say (triage/counts).
 -- Params: none
 CREATE OR REPLACE TABLE triage_summary AS
 SELECT t.* REPLACE (

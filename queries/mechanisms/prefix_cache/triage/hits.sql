@@ -1,6 +1,6 @@
--- prefix_cache_hits: the prefix-cache mechanism's verdict on every request of the incident's model inside the
--- window: the case table triage_hits (the same name and the common columns as the oversized-prompt rule's,
--- so excluded, accounts, nodes and the headline read it unchanged).
+-- hits: the prefix-cache mechanism's verdict on every request of the incident's model inside the window:
+-- the case table triage_hits (the columns every mechanism's triage_hits has, so triage/listed, accounts,
+-- nodes and the headline read it unchanged, then the mechanism's own).
 -- Params: $models, $window_start, $window_end, $lifetime_s, $instances
 --
 -- What logs can prove, from lengths alone (a lower bound; `kvir replay` settles it where the evidence holds
@@ -24,7 +24,7 @@
 --   undecidable        the source carries no cached_tokens, or a cache hit without a tenant, or an outcome
 --                      that is not known ("cannot decide": never counted as clean)
 --   not-served         rejected, failed or aborted: nothing reached the client
--- prefix_cache_scope (a temporary table: a view cannot hold parameters; read by triage/prefix_cache_counts too): every request of the model on
+-- prefix_cache_scope (a temporary table: a view cannot hold parameters; read by triage/counts too): every request of the model on
 -- a cache instance up to the window's end, numbered in time order, with `in_window` for the window's own
 CREATE OR REPLACE TEMP TABLE prefix_cache_scope AS
 SELECT r.*,
@@ -97,4 +97,4 @@ SELECT sc.*,
     false AS other_hit
 FROM prefix_cache_scope AS sc
 LEFT JOIN prefix_cache_sources AS src ON src.seq = sc.seq
-WHERE sc.in_window AND sc.cached_tokens > 0;      -- the rest is counted (triage/prefix_cache_counts), not copied
+WHERE sc.in_window AND sc.cached_tokens > 0;      -- the rest is counted (triage/counts), not copied
