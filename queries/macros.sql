@@ -233,6 +233,21 @@ CREATE OR REPLACE MACRO kvir_text(x) AS nullif(trim(CAST(x AS VARCHAR)), '');
 -- output by the shared epilogue (kvir.ingest.epilogue): whitespace at either end (space, tab, CR, LF, VT, FF)
 -- is not part of an id, and an id of whitespace only is no id. So ' r1', 'r1 ' and 'r1' are one request.
 CREATE OR REPLACE MACRO kvir_id(x) AS nullif(trim(CAST(x AS VARCHAR), e' \t\r\n\x0b\x0c'), '');
+-- An id written as a number has one text per value, whichever reader or format holds it: the text DuckDB's JSON
+-- functions write for it (json_extract_string, yyjson: 1e-6, 1e-06 and 0.000001 are all 0.000001; 1.5E+300 is
+-- 1.5e300; 1E5 is 100000.0; integers as their digits). Adapters read an id field of a JSON record as JSON and take
+-- it with ->> '$' (from_json's VARCHAR would write 1e-06), so a string stays exactly as written ("1e-06" is another
+-- id than the number 1e-06). kvir_number_id gives that text for an id that is no JSON value: a typed number (a
+-- Parquet DOUBLE column) or a number as Python's repr writes it (SGLang's text log), a quoted repr string unquoted;
+-- anything else as it is.
+CREATE OR REPLACE MACRO kvir_number_id(x) AS CASE
+    WHEN x IS NULL THEN NULL
+    WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN json_extract_string(to_json(x), '$')
+    WHEN starts_with(CAST(x AS VARCHAR), '''') AND ends_with(CAST(x AS VARCHAR), '''') AND length(CAST(x AS VARCHAR)) >= 2
+        THEN substr(CAST(x AS VARCHAR), 2, length(CAST(x AS VARCHAR)) - 2)
+    WHEN regexp_full_match(CAST(x AS VARCHAR), '-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?') AND json_valid(CAST(x AS VARCHAR))
+        THEN json_extract_string(CAST(x AS VARCHAR), '$')
+    ELSE CAST(x AS VARCHAR) END;
 
 -- Outcome of a request from the HTTP status the client got.
 CREATE OR REPLACE MACRO kvir_outcome_from_status(st) AS CASE

@@ -19,7 +19,7 @@
 WITH parsed AS (
     SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN starts_with(i.line, '{') OR starts_with(ltrim(i.line), '{') THEN TRY(from_json(i.line,
-                '{"request_parameters":"VARCHAR","id":"VARCHAR","prompt_tokens":"VARCHAR",
+                '{"request_parameters":"VARCHAR","id":"JSON","prompt_tokens":"VARCHAR",
                   "completion_tokens":"VARCHAR","cached_tokens":"VARCHAR","e2e_latency":"VARCHAR",
                   "finish_reason":{"type":"VARCHAR","status_code":"VARCHAR","message":"VARCHAR"}}'))
         END AS j,
@@ -29,7 +29,7 @@ WITH parsed AS (
 ),
 fields AS (
     SELECT p.*,
-        kvir_text(coalesce(p.j.id, CASE WHEN json_valid(p.j.request_parameters)
+        kvir_text(coalesce((p.j.id ->> '$'), CASE WHEN json_valid(p.j.request_parameters)
                                         THEN json_extract_string(p.j.request_parameters, '$.rid') END)) AS rid,
         kvir_text(CASE WHEN json_valid(p.j.request_parameters)
                        THEN json_extract_string(p.j.request_parameters, '$.bootstrap_room') END) AS room,

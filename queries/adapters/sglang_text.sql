@@ -29,7 +29,10 @@ WITH base AS (
 finish AS (
     SELECT b.*,
         CASE WHEN b.event = 'finish' THEN regexp_extract(b.text, '.*''meta_info'': \{(.*)$', 1) END AS meta,
-        CASE WHEN b.event = 'finish' THEN nullif(regexp_extract(b.text, '.*\bbootstrap_room=(\d+)', 1), '') END AS room,
+        -- the room as Python's repr writes it: an int, a float (1e-06: one text per number, as the JSON log's reader
+        -- writes it, kvir_number_id) or a quoted string
+        CASE WHEN b.event = 'finish' THEN kvir_number_id(nullif(regexp_extract(b.text,
+            '.*\bbootstrap_room=(-?[0-9][0-9.eE+-]*|''[^'']*'')', 1), '')) END AS room,
         CASE WHEN b.event = 'rejection' THEN kvir_sglang_rejection(b.text) END AS rej
     FROM base AS b
 ),
