@@ -344,6 +344,18 @@ CREATE OR REPLACE MACRO kvir_span(sec) AS CASE
     WHEN sec IS NULL OR isnan(sec) OR isinf(sec) OR abs(sec) > 10000000 THEN NULL
     ELSE to_microseconds(CAST(round(sec * 1e6) AS BIGINT)) END;
 
+-- Why a latency or duration (seconds, DOUBLE) cannot be a request's: NULL when it can (0 to 10^7 s). NaN and
+-- infinity get their own reason (in DuckDB NaN compares greater than every number, so a plain `> 10^7` test
+-- calls it "over 10^7 s"); `field` names the field as the format writes it. Unreadable text (a NULL number) is
+-- the adapter's to say: it knows whether the field was there.
+CREATE OR REPLACE MACRO kvir_span_problem(sec, field) AS CASE
+    WHEN sec IS NULL THEN NULL
+    WHEN isnan(sec) THEN field || ' is NaN (not a number)'
+    WHEN isinf(sec) THEN field || ' is infinite (' || CAST(sec AS VARCHAR) || ')'
+    WHEN sec < 0 THEN 'negative ' || field
+    WHEN sec > 10000000 THEN 'implausible ' || field || ' (over 10^7 s)'
+    END;
+
 -- The trigger, the SQL twin of kvir/rules/trigger.py (tests/test_trigger.py checks they agree).
 -- SGLang's scheduler limit max_req_input_len = min(context_len - 1, pool - 1) - 5 (a prompt this long or
 -- longer does not fit). Either number may be unknown (NULL): least() ignores NULLs, so the other bounds it.

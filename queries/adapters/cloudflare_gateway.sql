@@ -48,6 +48,8 @@ SELECT
             THEN kvir_bad(kvir_ts_problem(f.j.created_at, f.ts0, f.tz_iana, f.tz_offset_min))
         WHEN kvir_text(f.j.model) IS NULL THEN kvir_bad('missing field: model')
         WHEN f.j.tokens_in IS NOT NULL AND f.tokens_in IS NULL THEN kvir_bad('tokens_in is not a non-negative integer')
+        WHEN kvir_text(f.j.duration) IS NOT NULL AND f.duration_ms IS NULL THEN kvir_bad('duration is not a number: ' || left(kvir_text(f.j.duration), 40))
+        WHEN kvir_span_problem(f.duration_ms / 1000.0, 'duration') IS NOT NULL THEN kvir_bad(kvir_span_problem(f.duration_ms / 1000.0, 'duration'))
     END) AS verdict,
     f.text AS raw,
     f.rid AS request_id,

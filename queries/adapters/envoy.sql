@@ -54,6 +54,8 @@ SELECT
         WHEN f.ts0 IS NULL OR NOT kvir_in_range(f.ts0) THEN kvir_bad(kvir_ts_problem(f.start_text, f.ts0, NULL, 0))
         WHEN coalesce(f.model0, f.served_model) IS NULL THEN kvir_bad('missing field: model (and no --served-model)')
         WHEN f.input_text IS NOT NULL AND f.n_input IS NULL THEN kvir_bad('input token count is not a non-negative integer')
+        WHEN nullif(kvir_text(f.j.duration), '-') IS NOT NULL AND f.duration_ms IS NULL THEN kvir_bad('duration is not a number: ' || left(nullif(kvir_text(f.j.duration), '-'), 40))
+        WHEN kvir_span_problem(f.duration_ms / 1000.0, 'duration') IS NOT NULL THEN kvir_bad(kvir_span_problem(f.duration_ms / 1000.0, 'duration'))
     END) AS verdict,
     f.text AS raw,
     coalesce(f.rid0, 'envoy:' || f.node || ':' || f.line_no) AS request_id,

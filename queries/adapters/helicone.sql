@@ -45,6 +45,8 @@ SELECT
         WHEN kvir_text(f.j.prompt_tokens) IS NOT NULL AND f.n_prompt IS NULL
             THEN kvir_bad('prompt_tokens is not a non-negative integer: ' || left(f.j.prompt_tokens, 40))
         WHEN kvir_text(f.j.response_status) IS NOT NULL AND f.status IS NULL THEN kvir_bad('response_status is not an integer')
+        WHEN kvir_text(f.j.delay_ms) IS NOT NULL AND f.delay_ms IS NULL THEN kvir_bad('delay_ms is not a number: ' || left(kvir_text(f.j.delay_ms), 40))
+        WHEN kvir_span_problem(f.delay_ms / 1000.0, 'delay_ms') IS NOT NULL THEN kvir_bad(kvir_span_problem(f.delay_ms / 1000.0, 'delay_ms'))
     END) AS verdict,
     f.text AS raw,
     f.rid AS request_id,

@@ -62,6 +62,8 @@ SELECT
             THEN kvir_bad(coalesce(kvir_ts_problem(f.time_text, f.t_log, NULL, NULL), 'unparseable timestamp: ' || left(f.time_text, 40)))
         WHEN f.status IS NULL THEN kvir_bad('missing field: status')
         WHEN coalesce(f.model0, f.served_model) IS NULL THEN kvir_bad('missing field: model (and no --served-model)')
+        WHEN nullif(kvir_text(f.j.request_time), '-') IS NOT NULL AND f.request_time_s IS NULL THEN kvir_bad('request_time is not a number: ' || left(nullif(kvir_text(f.j.request_time), '-'), 40))
+        WHEN kvir_span_problem(f.request_time_s, 'request_time') IS NOT NULL THEN kvir_bad(kvir_span_problem(f.request_time_s, 'request_time'))
     END) AS verdict,
     f.text AS raw,
     coalesce(f.rid0, 'nginx:' || f.node || ':' || f.line_no) AS request_id,

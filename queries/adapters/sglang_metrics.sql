@@ -61,8 +61,7 @@ SELECT
         WHEN f.rid IS NULL THEN kvir_bad('missing field: id')
         WHEN f.logged_prompt IS NULL AND f.j.prompt_tokens IS NOT NULL THEN kvir_bad('prompt_tokens is not a non-negative integer')
         WHEN f.latency_s IS NULL THEN kvir_bad('non-numeric field: e2e_latency')
-        WHEN f.latency_s < 0 THEN kvir_bad('negative e2e_latency')
-        WHEN kvir_span(f.latency_s) IS NULL THEN kvir_bad('implausible e2e_latency (over 10^7 s)')
+        WHEN kvir_span_problem(f.latency_s, 'e2e_latency') IS NOT NULL THEN kvir_bad(kvir_span_problem(f.latency_s, 'e2e_latency'))
         ELSE kvir_bad('unreadable record') END AS verdict,
     f.text AS raw,
     f.rid AS request_id,

@@ -76,7 +76,7 @@ SELECT
         WHEN t.rid IS NULL THEN kvir_bad('missing field: request_id')
         WHEN t.status IS NULL THEN kvir_bad('missing field: status_code')
         WHEN t.latency_s IS NULL THEN kvir_bad('missing or unreadable field: latency')
-        WHEN kvir_span(t.latency_s) IS NULL THEN kvir_bad('implausible latency (over 10^7 s)')
+        WHEN kvir_span_problem(t.latency_s, 'latency') IS NOT NULL THEN kvir_bad(kvir_span_problem(t.latency_s, 'latency'))
         WHEN t.ts_end0 IS NULL OR NOT kvir_in_range(t.ts_end0)
             THEN kvir_bad(kvir_ts_problem(t.stamp, t.ts_end0, t.tz_iana, kvir_utc_off(t.tz_iana, t.tz_offset_min)))
     END AS verdict,
