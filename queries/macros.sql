@@ -380,7 +380,11 @@ CREATE OR REPLACE MACRO kvir_rule_threshold(rule, engine, pool_tokens, context_l
 CREATE OR REPLACE MACRO kvir_span_inside(ts, gran, ws, we) AS
     coalesce(gran, 0) = 0 OR (ts >= ws AND ts + gran * INTERVAL 1 SECOND - INTERVAL 1 MICROSECOND <= we);
 
+-- A request the client got no response to (rejected, failed, aborted: the outcome the case stores, e.g. from
+-- its HTTP status) is that outcome even when its prompt length is unknown: whatever its length, nothing was
+-- served, so it is decided (counted apart, as when the rule holds), never "undecidable" (issue 36).
 CREATE OR REPLACE MACRO kvir_triage_category(prompt_tokens, hit, outcome, ts, gran, ws, we) AS CASE
+    WHEN prompt_tokens IS NULL AND outcome IN ('rejected', 'failed', 'aborted') THEN outcome
     WHEN prompt_tokens IS NULL THEN 'undecidable'
     WHEN NOT hit THEN 'other-rule'
     WHEN outcome = 'served' AND NOT kvir_span_inside(ts, gran, ws, we) THEN 'possibly-affected'
@@ -389,6 +393,7 @@ CREATE OR REPLACE MACRO kvir_triage_category(prompt_tokens, hit, outcome, ts, gr
     ELSE 'undecidable' END;
 
 CREATE OR REPLACE MACRO kvir_undecidable_reason(prompt_tokens, hit, outcome) AS CASE
+    WHEN prompt_tokens IS NULL AND outcome IN ('rejected', 'failed', 'aborted') THEN NULL
     WHEN prompt_tokens IS NULL THEN 'prompt length unknown'
     WHEN hit AND outcome IS NULL THEN 'outcome unknown (no HTTP status, and no finish reason that says served or not: e.g. content_filter)' END;
 
