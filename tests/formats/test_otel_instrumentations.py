@@ -65,7 +65,7 @@ def test_each_instrumentation_is_read_as_it_writes(name, tmp_path, capsys):
     got = r.case.con.execute("SELECT account_id, prompt_tokens, cached_tokens, outcome FROM requests ORDER BY ts"
                              ).fetchall()
     assert got == rows
-    assert r.summary["affected"] == 2 and r.summary["rejected"] == 0      # the 400 has no length: undecidable
+    assert r.summary["affected"] == 2 and r.summary["rejected"] == 1      # the 400: no length, but not served
     assert r.case.con.execute("SELECT count(*) FROM requests WHERE model = 'tiny-llama'").fetchone()[0] == len(rows)
     # gen_ai.response.id is vLLM's own id (chatcmpl-<16 hex>): spans merge with the server log by id
     ids = [x[0] for x in r.case.con.execute("SELECT request_id FROM requests WHERE prompt_tokens IS NOT NULL").fetchall()]
