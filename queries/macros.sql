@@ -142,6 +142,12 @@ CREATE OR REPLACE MACRO kvir_naive_ts(s) AS try_strptime(s, [
     '%Y-%m-%dT%H:%M:%S.%f', '%Y-%m-%d %H:%M:%S.%f', '%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S',
     '%Y-%m-%dT%H:%M', '%Y-%m-%d %H:%M']);
 
+-- The common log format's date (nginx's [$time_local], HAProxy's %tr / %trl, Apache's %t): dd/Mon/yyyy:HH:MM:SS with
+-- an optional fraction and offset; without the offset it is local time in the source's zone. NULL otherwise.
+CREATE OR REPLACE MACRO kvir_clf_ts(s, tz, off_min) AS coalesce(
+    TRY_CAST(try_strptime(trim(s), ['%d/%b/%Y:%H:%M:%S %z', '%d/%b/%Y:%H:%M:%S.%g %z']) AS TIMESTAMPTZ),
+    kvir_local_to_utc(try_strptime(trim(s), ['%d/%b/%Y:%H:%M:%S.%g', '%d/%b/%Y:%H:%M:%S']), tz, off_min));
+
 -- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused; hour_off as for kvir_local_to_utc_o.
 CREATE OR REPLACE MACRO kvir_parse_ts_o(s, tz, off_min, hour_off) AS CASE
     WHEN s IS NULL THEN NULL
@@ -150,7 +156,7 @@ CREATE OR REPLACE MACRO kvir_parse_ts_o(s, tz, off_min, hour_off) AS CASE
         WHEN 'offset' THEN TRY_CAST(regexp_replace(trim(s), '\s*(UTC|GMT)$', '+00:00') AS TIMESTAMPTZ)
         WHEN 'naive' THEN kvir_local_to_utc(TRY_CAST(trim(s) AS TIMESTAMP), tz, off_min)
         WHEN 'epoch' THEN kvir_epoch_to_utc(trim(s))
-        ELSE NULL END
+        ELSE kvir_clf_ts(s, tz, off_min) END
     END;
 
 -- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused.

@@ -1,0 +1,78 @@
+"""A source that yields no request is an error naming the file, never a silent 0 (issue 36 item 9).
+
+On main, OpenInference's spans were all counted as "span without gen_ai attributes" (in sources.csv only) and
+triage exited 0 with 0 requests. Every input whose records are all counted as something else is now named in
+one error (exit 2), with what its records were; a file with quarantined records is not (the quarantine names
+each), nor a Prometheus scrape (an aggregate: never requests)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import kvir
+from kvir.core.errors import InputError
+
+from ..conftest import spec_text, write
+from .fixture_index import GENERATED
+
+OPENLIT = GENERATED / "otel-genai" / "instrumentations" / "openlit.otlp.jsonl"
+STARTUP = GENERATED / "real" / "vllm-releases" / "0.32.0" / "startup.log"
+
+
+def _http_spans_only(tmp_path):
+    """OpenLIT's own export with only its httpx client spans kept (no GenAI attribute on any of them)."""
+    out = []
+    for line in OPENLIT.read_text().splitlines():
+        doc = json.loads(line)
+        for rs in doc["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                ss["spans"] = [sp for sp in ss["spans"]
+                               if not any(a["key"].startswith("gen_ai.") for a in sp["attributes"])]
+        if any(ss["spans"] for rs in doc["resourceSpans"] for ss in rs["scopeSpans"]):
+            out.append(json.dumps(doc))
+    assert len(out) == 6
+    return write(tmp_path / "http-spans.otlp.jsonl", "\n".join(out) + "\n")
+
+
+def test_spans_none_of_which_is_a_model_call_are_refused_by_name(tmp_path):
+    spans = _http_spans_only(tmp_path)
+    spec = write(tmp_path / "incident.toml", spec_text())
+    with pytest.raises(InputError) as e:
+        kvir.triage(spec, [spans], out=tmp_path / "case", hash="none")
+    msg = str(e.value)
+    assert str(spans) in msg and "yields no request as otel-genai" in msg
+    assert "6 span without gen_ai attributes" in msg and "all 6 records" in msg
+
+
+def test_every_such_file_is_named_in_one_error(tmp_path):
+    spans = _http_spans_only(tmp_path)
+    # a real vLLM server's start-up lines, without its one (warm-up) request
+    lines = [x for x in STARTUP.read_text().splitlines()
+             if not any(k in x for k in ("Received request", "Generated response", "JSON body", " details: "))]
+    startup = write(tmp_path / "vllm-startup.log", "\n".join(lines) + "\n")
+    spec = write(tmp_path / "incident.toml", spec_text())
+    with pytest.raises(InputError) as e:
+        kvir.triage(spec, [spans, startup], out=tmp_path / "case", hash="none", source_tz="UTC",
+                    served_model="zai-org/GLM-5.3")
+    msg = str(e.value)
+    assert msg.startswith("2 inputs cannot be read as they are") and str(spans) in msg and str(startup) in msg
+    assert "yields no request as vllm" in msg
+
+
+def test_a_file_with_requests_beside_it_is_not_enough_to_hide_it(tmp_path):
+    """The refusal is per file: a folder's other file with requests does not make this one's 0 true."""
+    spans = _http_spans_only(tmp_path)
+    good = GENERATED / "otel-genai" / "instrumentations" / "traceloop.otlp.jsonl"
+    spec = write(tmp_path / "incident.toml", spec_text())
+    with pytest.raises(InputError, match="http-spans.otlp.jsonl: yields no request"):
+        kvir.triage(spec, [spans, good], out=tmp_path / "case", hash="none")
+
+
+def test_quarantined_records_are_reported_not_refused(tmp_path):
+    bad = write(tmp_path / "broken.otlp.jsonl", '{"resourceSpans": [\n')
+    good = GENERATED / "otel-genai" / "instrumentations" / "traceloop.otlp.jsonl"
+    spec = write(tmp_path / "incident.toml", spec_text())
+    r = kvir.triage(spec, [bad, good], out=tmp_path / "case", hash="none", format="otel-genai")
+    by = {s["label"]: s for s in r.sources}
+    assert (by[str(bad)]["requests"], by[str(bad)]["quarantined"]) == (0, 1)
