@@ -1,4 +1,5 @@
-"""A source that yields no request is an error naming the file, never a silent 0 (issue 36 item 9).
+"""A source that yields no request is named, never a silent 0 (issue 36 item 9): an export is an error naming the
+file, a text log a note.
 
 On main, OpenInference's spans were all counted as "span without gen_ai attributes" (in sources.csv only) and
 triage exited 0 with 0 requests. Every input whose records are all counted as something else is now named in
@@ -46,18 +47,31 @@ def test_spans_none_of_which_is_a_model_call_are_refused_by_name(tmp_path):
 
 
 def test_every_such_file_is_named_in_one_error(tmp_path):
-    spans = _http_spans_only(tmp_path)
+    spans = _http_spans_only(tmp_path).read_text().splitlines()
+    one, two = (write(tmp_path / f"{n}.otlp.jsonl", "\n".join(part) + "\n") for n, part in
+                (("first", spans[:3]), ("second", spans[3:])))
+    spec = write(tmp_path / "incident.toml", spec_text())
+    with pytest.raises(InputError) as e:
+        kvir.triage(spec, [one, two], out=tmp_path / "case", hash="none")
+    msg = str(e.value)
+    assert msg.startswith("2 inputs cannot be read as they are") and str(one) in msg and str(two) in msg
+
+
+def test_a_server_log_without_request_lines_says_so(tmp_path):
+    """A text log may rightly hold no request (request logging off, start-up lines only): a note on its source,
+    with what its lines were, instead of an error; beside a source with requests the triage goes on."""
     # a real vLLM server's start-up lines, without its one (warm-up) request
     lines = [x for x in STARTUP.read_text().splitlines()
              if not any(k in x for k in ("Received request", "Generated response", "JSON body", " details: "))]
     startup = write(tmp_path / "vllm-startup.log", "\n".join(lines) + "\n")
+    good = GENERATED / "otel-genai" / "instrumentations" / "traceloop.otlp.jsonl"
     spec = write(tmp_path / "incident.toml", spec_text())
-    with pytest.raises(InputError) as e:
-        kvir.triage(spec, [spans, startup], out=tmp_path / "case", hash="none", source_tz="UTC",
+    r = kvir.triage(spec, [startup, good], out=tmp_path / "case", hash="none", source_tz="UTC",
                     served_model="zai-org/GLM-5.3")
-    msg = str(e.value)
-    assert msg.startswith("2 inputs cannot be read as they are") and str(spans) in msg and str(startup) in msg
-    assert "yields no request as vllm" in msg
+    by = {s["label"]: s for s in r.sources}
+    assert by[str(startup)]["requests"] == 0
+    notes = by[str(startup)]["notes"]
+    assert any(n.startswith("holds no request as vllm: all ") and "other log line" in n for n in notes), notes
 
 
 def test_a_file_with_requests_beside_it_is_not_enough_to_hide_it(tmp_path):

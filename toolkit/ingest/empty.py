@@ -1,11 +1,14 @@
-"""A source that yields no request is an error naming it, never a silent 0 (issue 36 item 9).
+"""A source that yields no request is named, never a silent 0 (issue 36 item 9).
 
-A file read in a format whose every record was counted as something else (OTLP spans of an instrumentation
-whose attributes the format does not read, a log of another format, a server's start-up lines only) holds no
-request kvir could judge: a triage that went on would say "0 affected" about a file it never understood.
-So each such input is named, with what its records were, in one error for all of them (exit 2). A source
-with quarantined records is not refused here: the quarantine names every record and why. Formats whose
-evidence is an aggregate (Prometheus) never yield requests and are not checked."""
+An export of records (OTLP spans, traces, a gateway's or proxy's records: the `records` and mapped readers)
+exists to hold requests: if every record of it was counted as something else (spans of an instrumentation
+whose attributes the format does not read, records of another format), the file was not understood, and a
+triage that went on would say "0 affected" about it. Each such input is named, with what its records were, in
+one error for all of them (exit 2). A text log (the `lines` reader: an engine's or a proxy's server log) may
+rightly hold no request line (a node whose request logging is off, start-up lines only): it gets a note on its
+source (sources.csv, the summary's notes on inputs) that says so, with what its lines were. A source with
+quarantined records is neither refused nor noted here: the quarantine names every record and why. Formats
+whose evidence is an aggregate (Prometheus) never yield requests and are not checked."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -19,8 +22,15 @@ if TYPE_CHECKING:  # pragma: no cover
 _SHOWN = 3      # reasons named per file
 
 
+def _what(read: int, why: list[str], ns: list[int]) -> str:
+    shown = "; ".join(f"{n:,} {r}" for r, n in zip(why[:_SHOWN], ns[:_SHOWN]))
+    more = f"; and {len(why) - _SHOWN} more reasons" if len(why) > _SHOWN else ""
+    return f"all {read:,} records were counted as something else ({shown}{more})"
+
+
 def refuse_sources_without_requests(case: "Case", sources: list["Source"]) -> None:
-    """Raise one InputError naming every source whose records are all counted, none a request."""
+    """Raise one InputError naming every export whose records are all counted, none a request; note each such
+    text log on its source."""
     checked = {s.source_id: s for s in sources if s.format.evidence != "aggregate"}
     if not checked:
         return
@@ -30,17 +40,16 @@ def refuse_sources_without_requests(case: "Case", sources: list["Source"]) -> No
         "WHERE list_contains($ids, source_id) GROUP BY source_id "
         "HAVING count(*) FILTER (WHERE kind <> 'skip') = 0 AND sum(n) > 0 ORDER BY source_id",
         {"ids": sorted(checked)}).fetchall()
-    if not rows:
-        return
-    from kvir.ingest.sources import refusal
-
     problems = []
     for sid, read, why, ns in rows:
         src = checked[sid]
-        shown = "; ".join(f"{n:,} {r}" for r, n in zip(why[:_SHOWN], ns[:_SHOWN]))
-        more = f"; and {len(why) - _SHOWN} more reasons" if len(why) > _SHOWN else ""
+        if src.format.reader == "lines":
+            src.notes.append(f"holds no request as {src.format.name}: " + _what(read, why, ns).replace("records", "lines"))
+            continue
         problems.append(InputError(
-            f"yields no request as {src.format.name} ({src.chosen_by}): all {read:,} records were counted as "
-            f"something else ({shown}{more})", path=src.label,
+            f"yields no request as {src.format.name} ({src.chosen_by}): {_what(read, why, ns)}", path=src.label,
             hint="name its format (--format, or format in [[sources]]), or leave out a file that holds no requests"))
-    raise refusal(problems)
+    if problems:
+        from kvir.ingest.sources import refusal
+
+        raise refusal(problems)

@@ -90,8 +90,8 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
         done += span
     reporter.describe(bar, f"read {len(sources)} input{'s' * (len(sources) != 1)}")
     check_unchanged(sources, digests)       # what was parsed is what the size and SHA-256 describe
+    refuse_sources_without_requests(case, sources)   # a file read as nothing is named (its notes are filed next)
     _finish_sources(case, sources, seconds, digests)
-    refuse_sources_without_requests(case, sources)   # a file read as nothing is named, never a silent 0
     _build_records_view(case, sources, natively)
     reporter.run("merge records into requests", lambda: _build_requests(case, sources, opts), con=con)
     case.manifest["timings"]["ingest_s"] = round(time.perf_counter() - t_all, 3)
