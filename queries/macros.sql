@@ -142,6 +142,12 @@ CREATE OR REPLACE MACRO kvir_naive_ts(s) AS try_strptime(s, [
     '%Y-%m-%dT%H:%M:%S.%f', '%Y-%m-%d %H:%M:%S.%f', '%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S',
     '%Y-%m-%dT%H:%M', '%Y-%m-%d %H:%M']);
 
+-- The common log format's date (nginx's [$time_local], HAProxy's %tr / %trl, Apache's %t): dd/Mon/yyyy:HH:MM:SS with
+-- an optional fraction and offset; without the offset it is local time in the source's zone. NULL otherwise.
+CREATE OR REPLACE MACRO kvir_clf_ts(s, tz, off_min) AS coalesce(
+    TRY_CAST(try_strptime(trim(s), ['%d/%b/%Y:%H:%M:%S %z', '%d/%b/%Y:%H:%M:%S.%g %z']) AS TIMESTAMPTZ),
+    kvir_local_to_utc(try_strptime(trim(s), ['%d/%b/%Y:%H:%M:%S.%g', '%d/%b/%Y:%H:%M:%S']), tz, off_min));
+
 -- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused; hour_off as for kvir_local_to_utc_o.
 CREATE OR REPLACE MACRO kvir_parse_ts_o(s, tz, off_min, hour_off) AS CASE
     WHEN s IS NULL THEN NULL
@@ -150,7 +156,7 @@ CREATE OR REPLACE MACRO kvir_parse_ts_o(s, tz, off_min, hour_off) AS CASE
         WHEN 'offset' THEN TRY_CAST(regexp_replace(trim(s), '\s*(UTC|GMT)$', '+00:00') AS TIMESTAMPTZ)
         WHEN 'naive' THEN kvir_local_to_utc(TRY_CAST(trim(s) AS TIMESTAMP), tz, off_min)
         WHEN 'epoch' THEN kvir_epoch_to_utc(trim(s))
-        ELSE NULL END
+        ELSE kvir_clf_ts(s, tz, off_min) END
     END;
 
 -- Any time string or number -> TIMESTAMPTZ (UTC), NULL when refused.
@@ -233,6 +239,21 @@ CREATE OR REPLACE MACRO kvir_text(x) AS nullif(trim(CAST(x AS VARCHAR)), '');
 -- output by the shared epilogue (kvir.ingest.epilogue): whitespace at either end (space, tab, CR, LF, VT, FF)
 -- is not part of an id, and an id of whitespace only is no id. So ' r1', 'r1 ' and 'r1' are one request.
 CREATE OR REPLACE MACRO kvir_id(x) AS nullif(trim(CAST(x AS VARCHAR), e' \t\r\n\x0b\x0c'), '');
+-- An id written as a number has one text per value, whichever reader or format holds it: the text DuckDB's JSON
+-- functions write for it (json_extract_string, yyjson: 1e-6, 1e-06 and 0.000001 are all 0.000001; 1.5E+300 is
+-- 1.5e300; 1E5 is 100000.0; integers as their digits). Adapters read an id field of a JSON record as JSON and take
+-- it with ->> '$' (from_json's VARCHAR would write 1e-06), so a string stays exactly as written ("1e-06" is another
+-- id than the number 1e-06). kvir_number_id gives that text for an id that is no JSON value: a typed number (a
+-- Parquet DOUBLE column) or a number as Python's repr writes it (SGLang's text log), a quoted repr string unquoted;
+-- anything else as it is.
+CREATE OR REPLACE MACRO kvir_number_id(x) AS CASE
+    WHEN x IS NULL THEN NULL
+    WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN json_extract_string(to_json(x), '$')
+    WHEN starts_with(CAST(x AS VARCHAR), '''') AND ends_with(CAST(x AS VARCHAR), '''') AND length(CAST(x AS VARCHAR)) >= 2
+        THEN substr(CAST(x AS VARCHAR), 2, length(CAST(x AS VARCHAR)) - 2)
+    WHEN regexp_full_match(CAST(x AS VARCHAR), '-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?') AND json_valid(CAST(x AS VARCHAR))
+        THEN json_extract_string(CAST(x AS VARCHAR), '$')
+    ELSE CAST(x AS VARCHAR) END;
 
 -- Outcome of a request from the HTTP status the client got.
 CREATE OR REPLACE MACRO kvir_outcome_from_status(st) AS CASE
@@ -329,6 +350,18 @@ CREATE OR REPLACE MACRO kvir_span(sec) AS CASE
     WHEN sec IS NULL OR isnan(sec) OR isinf(sec) OR abs(sec) > 10000000 THEN NULL
     ELSE to_microseconds(CAST(round(sec * 1e6) AS BIGINT)) END;
 
+-- Why a latency or duration (seconds, DOUBLE) cannot be a request's: NULL when it can (0 to 10^7 s). NaN and
+-- infinity get their own reason (in DuckDB NaN compares greater than every number, so a plain `> 10^7` test
+-- calls it "over 10^7 s"); `field` names the field as the format writes it. Unreadable text (a NULL number) is
+-- the adapter's to say: it knows whether the field was there.
+CREATE OR REPLACE MACRO kvir_span_problem(sec, field) AS CASE
+    WHEN sec IS NULL THEN NULL
+    WHEN isnan(sec) THEN field || ' is NaN (not a number)'
+    WHEN isinf(sec) THEN field || ' is infinite (' || CAST(sec AS VARCHAR) || ')'
+    WHEN sec < 0 THEN 'negative ' || field
+    WHEN sec > 10000000 THEN 'implausible ' || field || ' (over 10^7 s)'
+    END;
+
 -- The trigger, the SQL twin of kvir/rules/trigger.py (tests/test_trigger.py checks they agree).
 -- SGLang's scheduler limit max_req_input_len = min(context_len - 1, pool - 1) - 5 (a prompt this long or
 -- longer does not fit). Either number may be unknown (NULL): least() ignores NULLs, so the other bounds it.
@@ -353,7 +386,11 @@ CREATE OR REPLACE MACRO kvir_rule_threshold(rule, engine, pool_tokens, context_l
 CREATE OR REPLACE MACRO kvir_span_inside(ts, gran, ws, we) AS
     coalesce(gran, 0) = 0 OR (ts >= ws AND ts + gran * INTERVAL 1 SECOND - INTERVAL 1 MICROSECOND <= we);
 
+-- A request the client got no response to (rejected, failed, aborted: the outcome the case stores, e.g. from
+-- its HTTP status) is that outcome even when its prompt length is unknown: whatever its length, nothing was
+-- served, so it is decided (counted apart, as when the rule holds), never "undecidable" (issue 36).
 CREATE OR REPLACE MACRO kvir_triage_category(prompt_tokens, hit, outcome, ts, gran, ws, we) AS CASE
+    WHEN prompt_tokens IS NULL AND outcome IN ('rejected', 'failed', 'aborted') THEN outcome
     WHEN prompt_tokens IS NULL THEN 'undecidable'
     WHEN NOT hit THEN 'other-rule'
     WHEN outcome = 'served' AND NOT kvir_span_inside(ts, gran, ws, we) THEN 'possibly-affected'
@@ -362,6 +399,7 @@ CREATE OR REPLACE MACRO kvir_triage_category(prompt_tokens, hit, outcome, ts, gr
     ELSE 'undecidable' END;
 
 CREATE OR REPLACE MACRO kvir_undecidable_reason(prompt_tokens, hit, outcome) AS CASE
+    WHEN prompt_tokens IS NULL AND outcome IN ('rejected', 'failed', 'aborted') THEN NULL
     WHEN prompt_tokens IS NULL THEN 'prompt length unknown'
     WHEN hit AND outcome IS NULL THEN 'outcome unknown (no HTTP status, and no finish reason that says served or not: e.g. content_filter)' END;
 

@@ -34,6 +34,7 @@ def test_native_fleet_triage_equals_ground_truth(fleet, tmp_path):
     assert dict(zip(r.accounts["account_id"], r.accounts["affected"])) == truth["per_account"]
     assert s["affected_accounts"] == truth["affected_accounts"]
     assert s["rejected"] == truth["rejected_context"] and s["undecidable"] == truth["undecidable"]
+    assert s["failed"] == truth["failed"] == 7                       # the gateway's 504s without usage
     # the engine rule would add the 7 responses between the engine limit (681,274) and the pool (681,280)
     assert s["other_rule_adds"] == truth["engine_only"] == 7 and s["other_rule_drops"] == 0
     a = r.affected

@@ -29,7 +29,7 @@ def test_gateway_rest_page_and_ndjson(spec, tmp_path):
         gw("g3", "2026-08-29T04:12:00.000Z", AIR, 900000, customer="cust-acme"),      # other model
         gw("g4", "2026-08-29T04:13:00.000Z", GLM, "700000", customer="cust-init"),    # tokens as string
         gw("g5", "2026-08-29T04:14:00.000Z", GLM, 1048577, status=400, customer="cust-init"),  # rejected
-        gw("g6", "2026-08-29T04:15:00.000Z", GLM, None, status=504, customer="cust-init"),     # undecidable
+        gw("g6", "2026-08-29T04:15:00.000Z", GLM, None, status=504, customer="cust-init"),     # failed (length unknown)
         gw("g7", "2026-09-09T19:40:00.000Z", GLM, 800000, customer="cust-x"),          # window end: in
         gw("g8", "2026-09-09T19:40:00.001Z", GLM, 800000, customer="cust-x"),          # 1 ms after: out
         gw("g9", "2026-08-26T23:59:59.999Z", GLM, 800000, customer="cust-x"),          # before: out
@@ -44,7 +44,7 @@ def test_gateway_rest_page_and_ndjson(spec, tmp_path):
     assert ids(r.affected) == {"g1", "g4", "g7", "n1", "n2"}
     assert dict(zip(r.accounts["account_id"], r.accounts["affected"])) == {
         "cust-acme": 1, "cust-init": 1, "cust-x": 1, "cust-obj": 1, "cust-alias": 1}
-    assert (r.summary["rejected"], r.summary["undecidable"]) == (1, 1)
+    assert (r.summary["rejected"], r.summary["failed"], r.summary["undecidable"]) == (1, 1, 0)   # g6: a 504, not served
     by = {s["label"]: s for s in r.sources}
     assert all(s["format"] == "cloudflare-gateway" for s in r.sources)
     assert (by[str(p1)]["read"], by[str(p1)]["quarantined"]) == (10, 1)        # g10: record 10 of the page

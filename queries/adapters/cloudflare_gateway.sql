@@ -13,7 +13,7 @@
 WITH parsed AS (
     SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN i.problem IS NULL AND json_valid(i.line) AND json_type(i.line) = 'OBJECT'
-             THEN from_json(i.line, '{"id":"VARCHAR","created_at":"VARCHAR","model":"VARCHAR","provider":"VARCHAR",
+             THEN from_json(i.line, '{"id":"JSON","created_at":"VARCHAR","model":"VARCHAR","provider":"VARCHAR",
                   "status_code":"VARCHAR","success":"VARCHAR","tokens_in":"VARCHAR","tokens_out":"VARCHAR",
                   "duration":"VARCHAR","cached":"VARCHAR","metadata":"JSON"}') END AS j
     FROM __input__ AS i
@@ -28,7 +28,7 @@ meta AS (
 ),
 fields AS (
     SELECT m.*,
-        kvir_text(m.j.id) AS rid,
+        kvir_text((m.j.id ->> '$')) AS rid,
         kvir_parse_ts(m.j.created_at, s.tz_iana, s.tz_offset_min) AS ts0,
         kvir_text(coalesce(m.md ->> '$.customer_id', m.md ->> '$.account_id', m.md ->> '$.user_id',
                            m.md ->> '$.user', m.md ->> '$.customer')) AS account,
@@ -48,6 +48,8 @@ SELECT
             THEN kvir_bad(kvir_ts_problem(f.j.created_at, f.ts0, f.tz_iana, f.tz_offset_min))
         WHEN kvir_text(f.j.model) IS NULL THEN kvir_bad('missing field: model')
         WHEN f.j.tokens_in IS NOT NULL AND f.tokens_in IS NULL THEN kvir_bad('tokens_in is not a non-negative integer')
+        WHEN kvir_text(f.j.duration) IS NOT NULL AND f.duration_ms IS NULL THEN kvir_bad('duration is not a number: ' || left(kvir_text(f.j.duration), 40))
+        WHEN kvir_span_problem(f.duration_ms / 1000.0, 'duration') IS NOT NULL THEN kvir_bad(kvir_span_problem(f.duration_ms / 1000.0, 'duration'))
     END) AS verdict,
     f.text AS raw,
     f.rid AS request_id,

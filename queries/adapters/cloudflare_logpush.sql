@@ -47,6 +47,8 @@ SELECT
         WHEN f.ts0 IS NULL OR NOT kvir_in_range(f.ts0) THEN kvir_bad(kvir_ts_problem(f.j.Timestamp, f.ts0, NULL, 0))
         WHEN f.model IS NULL THEN kvir_bad('missing field: Model')
         WHEN f.j.StatusCode IS NOT NULL AND f.status IS NULL THEN kvir_bad('StatusCode is not an integer')
+        WHEN kvir_text(f.j.Metrics ->> '$.durationMs') IS NOT NULL AND f.duration_ms IS NULL THEN kvir_bad('Metrics.durationMs is not a number: ' || left(kvir_text(f.j.Metrics ->> '$.durationMs'), 40))
+        WHEN kvir_span_problem(f.duration_ms / 1000.0, 'Metrics.durationMs') IS NOT NULL THEN kvir_bad(kvir_span_problem(f.duration_ms / 1000.0, 'Metrics.durationMs'))
     END) AS verdict,
     f.text AS raw,
     'logpush:' || f.node || ':' || f.line_no AS request_id,

@@ -18,13 +18,13 @@ WITH parsed AS (
     SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
              THEN TRY(from_json(i.line, '{"start_time":"VARCHAR","method":"VARCHAR","path":"VARCHAR",
-                  "response_code":"VARCHAR","response_flags":"VARCHAR","duration":"VARCHAR","request_id":"VARCHAR",
-                  "x_request_id":"VARCHAR","x-request-id":"VARCHAR","upstream_host":"VARCHAR",
+                  "response_code":"VARCHAR","response_flags":"VARCHAR","duration":"VARCHAR","request_id":"JSON",
+                  "x_request_id":"JSON","x-request-id":"JSON","upstream_host":"VARCHAR",
                   "gen_ai.request.model":"VARCHAR","gen_ai.response.model":"VARCHAR",
                   "gen_ai.usage.input_tokens":"VARCHAR","gen_ai.usage.output_tokens":"VARCHAR",
                   "llm_input_token":"VARCHAR","llm_output_token":"VARCHAR","model_name_override":"VARCHAR",
                   "x-ai-eg-model":"VARCHAR","model":"VARCHAR",
-                  "user_id":"VARCHAR","customer_id":"VARCHAR","x-user-id":"VARCHAR","x-customer-id":"VARCHAR"}')) END AS j,
+                  "user_id":"JSON","customer_id":"JSON","x-user-id":"JSON","x-customer-id":"JSON"}')) END AS j,
         s.served_model, s.node
     FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
 ),
@@ -32,7 +32,7 @@ fields AS (
     SELECT p.*,
         nullif(kvir_text(p.j.start_time), '-') AS start_text,
         kvir_parse_ts(nullif(kvir_text(p.j.start_time), '-'), NULL, 0) AS ts0,
-        nullif(kvir_text(coalesce(p.j.request_id, p.j.x_request_id, p.j."x-request-id")), '-') AS rid0,
+        nullif(kvir_text(coalesce((p.j.request_id ->> '$'), (p.j.x_request_id ->> '$'), (p.j."x-request-id" ->> '$'))), '-') AS rid0,
         TRY_CAST(TRY_CAST(nullif(kvir_text(p.j.response_code), '-') AS DOUBLE) AS INTEGER) AS status,
         nullif(kvir_text(p.j.response_flags), '-') AS flags,
         TRY_CAST(nullif(kvir_text(p.j.duration), '-') AS DOUBLE) AS duration_ms,
@@ -41,7 +41,7 @@ fields AS (
         kvir_count(nullif(kvir_text(coalesce(p.j."gen_ai.usage.output_tokens", p.j.llm_output_token)), '-')) AS n_output,
         nullif(kvir_text(coalesce(p.j."gen_ai.response.model", p.j.model_name_override, p.j."gen_ai.request.model",
                                   p.j."x-ai-eg-model", p.j.model)), '-') AS model0,
-        nullif(kvir_text(coalesce(p.j.customer_id, p.j."x-customer-id", p.j.user_id, p.j."x-user-id")), '-') AS account,
+        nullif(kvir_text(coalesce((p.j.customer_id ->> '$'), (p.j."x-customer-id" ->> '$'), (p.j.user_id ->> '$'), (p.j."x-user-id" ->> '$'))), '-') AS account,
         nullif(kvir_text(p.j.path), '-') AS path
     FROM parsed AS p
 )
@@ -54,6 +54,8 @@ SELECT
         WHEN f.ts0 IS NULL OR NOT kvir_in_range(f.ts0) THEN kvir_bad(kvir_ts_problem(f.start_text, f.ts0, NULL, 0))
         WHEN coalesce(f.model0, f.served_model) IS NULL THEN kvir_bad('missing field: model (and no --served-model)')
         WHEN f.input_text IS NOT NULL AND f.n_input IS NULL THEN kvir_bad('input token count is not a non-negative integer')
+        WHEN nullif(kvir_text(f.j.duration), '-') IS NOT NULL AND f.duration_ms IS NULL THEN kvir_bad('duration is not a number: ' || left(nullif(kvir_text(f.j.duration), '-'), 40))
+        WHEN kvir_span_problem(f.duration_ms / 1000.0, 'duration') IS NOT NULL THEN kvir_bad(kvir_span_problem(f.duration_ms / 1000.0, 'duration'))
     END) AS verdict,
     f.text AS raw,
     coalesce(f.rid0, 'envoy:' || f.node || ':' || f.line_no) AS request_id,

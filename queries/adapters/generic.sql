@@ -35,6 +35,9 @@ SELECT
         WHEN t._problem = 'blank line' THEN kvir_skip(t._problem)
         WHEN t._problem IS NOT NULL THEN kvir_bad(t._problem)
         WHEN kvir_text(t.request_id) IS NULL THEN kvir_bad('missing field: request_id')
+        WHEN t.latency_s IS NOT NULL AND t.lat IS NULL
+            THEN kvir_bad('latency_s is not a number: ' || left(CAST(t.latency_s AS VARCHAR), 40))
+        WHEN kvir_span_problem(t.lat, 'latency_s') IS NOT NULL THEN kvir_bad(kvir_span_problem(t.lat, 'latency_s'))
         WHEN t.start_ts IS NULL AND t.ts_written IS NULL THEN kvir_bad('missing field: ts')
         WHEN t.start_ts IS NULL AND t.ts0 IS NULL AND t.ts1 IS NOT NULL THEN kvir_bad('ts missing and ts_end without latency_s')
         WHEN t.start_ts IS NULL OR NOT kvir_in_range(t.start_ts)

@@ -14,8 +14,8 @@
 WITH parsed AS (
     SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
-             THEN TRY(from_json(i.line, '{"request_id":"VARCHAR","request_created_at":"VARCHAR","request_user_id":"VARCHAR",
-                  "model":"VARCHAR","response_model":"VARCHAR","request_model":"VARCHAR","response_id":"VARCHAR",
+             THEN TRY(from_json(i.line, '{"request_id":"JSON","request_created_at":"VARCHAR","request_user_id":"JSON",
+                  "model":"VARCHAR","response_model":"VARCHAR","request_model":"VARCHAR","response_id":"JSON",
                   "response_status":"VARCHAR","delay_ms":"VARCHAR","prompt_tokens":"VARCHAR","completion_tokens":"VARCHAR",
                   "prompt_cache_read_tokens":"VARCHAR"}')) END AS j,
         s.tz_iana, s.tz_offset_min
@@ -23,7 +23,7 @@ WITH parsed AS (
 ),
 fields AS (
     SELECT p.*,
-        kvir_text(coalesce(kvir_text(p.j.response_id), kvir_text(p.j.request_id))) AS rid,
+        kvir_text(coalesce(kvir_text((p.j.response_id ->> '$')), kvir_text((p.j.request_id ->> '$')))) AS rid,
         kvir_parse_ts(p.j.request_created_at, p.tz_iana, kvir_utc_off(p.tz_iana, p.tz_offset_min)) AS ts0,
         kvir_count(p.j.prompt_tokens) AS n_prompt,
         kvir_count(p.j.completion_tokens) AS n_completion,
@@ -31,7 +31,7 @@ fields AS (
         TRY_CAST(TRY_CAST(p.j.response_status AS DOUBLE) AS INTEGER) AS status,
         TRY_CAST(p.j.delay_ms AS DOUBLE) AS delay_ms,
         kvir_text(coalesce(kvir_text(p.j.model), kvir_text(p.j.response_model), kvir_text(p.j.request_model))) AS model,
-        kvir_text(p.j.request_user_id) AS account
+        kvir_text((p.j.request_user_id ->> '$')) AS account
     FROM parsed AS p
 )
 SELECT
@@ -45,6 +45,8 @@ SELECT
         WHEN kvir_text(f.j.prompt_tokens) IS NOT NULL AND f.n_prompt IS NULL
             THEN kvir_bad('prompt_tokens is not a non-negative integer: ' || left(f.j.prompt_tokens, 40))
         WHEN kvir_text(f.j.response_status) IS NOT NULL AND f.status IS NULL THEN kvir_bad('response_status is not an integer')
+        WHEN kvir_text(f.j.delay_ms) IS NOT NULL AND f.delay_ms IS NULL THEN kvir_bad('delay_ms is not a number: ' || left(kvir_text(f.j.delay_ms), 40))
+        WHEN kvir_span_problem(f.delay_ms / 1000.0, 'delay_ms') IS NOT NULL THEN kvir_bad(kvir_span_problem(f.delay_ms / 1000.0, 'delay_ms'))
     END) AS verdict,
     f.text AS raw,
     f.rid AS request_id,

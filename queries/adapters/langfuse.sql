@@ -16,18 +16,18 @@
 WITH parsed AS (
     SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
-             THEN TRY(from_json(i.line, '{"id":"VARCHAR","type":"VARCHAR","trace_id":"VARCHAR","traceId":"VARCHAR",
+             THEN TRY(from_json(i.line, '{"id":"JSON","type":"VARCHAR","trace_id":"VARCHAR","traceId":"VARCHAR",
                   "start_time":"VARCHAR","startTime":"VARCHAR","end_time":"VARCHAR","endTime":"VARCHAR",
                   "provided_model_name":"VARCHAR","providedModelName":"VARCHAR","model":"VARCHAR",
                   "usage_details":"VARCHAR","usageDetails":"VARCHAR","usage":"VARCHAR",
-                  "user_id":"VARCHAR","userId":"VARCHAR","level":"VARCHAR","status_message":"VARCHAR",
+                  "user_id":"JSON","userId":"JSON","level":"VARCHAR","status_message":"VARCHAR",
                   "statusMessage":"VARCHAR"}')) END AS j,
         s.tz_iana, s.tz_offset_min
     FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
 ),
 fields AS (
     SELECT p.*,
-        kvir_text(p.j.id) AS rid,
+        kvir_text((p.j.id ->> '$')) AS rid,
         upper(kvir_text(p.j.type)) AS otype,
         coalesce(kvir_text(p.j.start_time), kvir_text(p.j.startTime)) AS start_text,
         kvir_parse_ts(coalesce(kvir_text(p.j.start_time), kvir_text(p.j.startTime)), p.tz_iana, kvir_utc_off(p.tz_iana, p.tz_offset_min)) AS ts0,
@@ -35,7 +35,7 @@ fields AS (
         CASE WHEN json_valid(coalesce(p.j.usage_details, p.j.usageDetails, p.j.usage))
              THEN coalesce(p.j.usage_details, p.j.usageDetails, p.j.usage)::JSON END AS u,
         kvir_text(coalesce(kvir_text(p.j.provided_model_name), kvir_text(p.j.providedModelName), kvir_text(p.j.model))) AS model,
-        kvir_text(coalesce(kvir_text(p.j.user_id), kvir_text(p.j.userId))) AS account,
+        kvir_text(coalesce(kvir_text((p.j.user_id ->> '$')), kvir_text((p.j.userId ->> '$')))) AS account,
         upper(kvir_text(p.j.level)) AS level,
         coalesce(p.j.status_message, p.j.statusMessage) AS status_message
     FROM parsed AS p

@@ -22,9 +22,9 @@
 WITH parsed AS (
     SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
-             THEN TRY(from_json(i.line, '{"request_id":"VARCHAR","startTime":"VARCHAR","endTime":"VARCHAR",
+             THEN TRY(from_json(i.line, '{"request_id":"JSON","startTime":"VARCHAR","endTime":"VARCHAR",
                   "model":"VARCHAR","model_group":"VARCHAR","prompt_tokens":"VARCHAR","completion_tokens":"VARCHAR",
-                  "end_user":"VARCHAR","user":"VARCHAR","team_id":"VARCHAR","status":"VARCHAR","metadata":"VARCHAR",
+                  "end_user":"JSON","user":"JSON","team_id":"JSON","status":"VARCHAR","metadata":"VARCHAR",
                   "custom_llm_provider":"VARCHAR",
                   "cache_hit":"VARCHAR","call_type":"VARCHAR"}')) END AS j,
         s.tz_iana, s.tz_offset_min
@@ -32,12 +32,12 @@ WITH parsed AS (
 ),
 fields AS (
     SELECT p.*,
-        kvir_text(p.j.request_id) AS rid,
+        kvir_text((p.j.request_id ->> '$')) AS rid,
         kvir_parse_ts(p.j.startTime, p.tz_iana, kvir_utc_off(p.tz_iana, p.tz_offset_min)) AS ts0,
         kvir_parse_ts(p.j.endTime, p.tz_iana, kvir_utc_off(p.tz_iana, p.tz_offset_min)) AS ts1,
         kvir_count(p.j.prompt_tokens) AS n_prompt,
         kvir_count(p.j.completion_tokens) AS n_completion,
-        kvir_text(coalesce(kvir_text(p.j.end_user), kvir_text(p.j.user), kvir_text(p.j.team_id))) AS account,
+        kvir_text(coalesce(kvir_text((p.j.end_user ->> '$')), kvir_text((p.j.user ->> '$')), kvir_text((p.j.team_id ->> '$')))) AS account,
         coalesce(kvir_text(p.j.model_group),
                  CASE WHEN starts_with(p.j.model, kvir_text(p.j.custom_llm_provider) || '/')
                       THEN kvir_text(substr(p.j.model, length(kvir_text(p.j.custom_llm_provider)) + 2)) END,

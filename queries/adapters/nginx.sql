@@ -21,9 +21,9 @@ WITH parsed AS (
         CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
              THEN TRY(from_json(i.line, '{"msec":"VARCHAR","time_iso8601":"VARCHAR","time_local":"VARCHAR",
                   "request_time":"VARCHAR","status":"VARCHAR","upstream_status":"VARCHAR","upstream_addr":"VARCHAR",
-                  "request_id":"VARCHAR","http_x_request_id":"VARCHAR","upstream_http_x_request_id":"VARCHAR","request_method":"VARCHAR","request_uri":"VARCHAR",
+                  "request_id":"JSON","http_x_request_id":"JSON","upstream_http_x_request_id":"JSON","request_method":"VARCHAR","request_uri":"VARCHAR",
                   "uri":"VARCHAR","request":"VARCHAR","model":"VARCHAR","http_x_model":"VARCHAR",
-                  "customer_id":"VARCHAR","user_id":"VARCHAR","http_x_customer_id":"VARCHAR","http_x_user_id":"VARCHAR"}')) END AS j,
+                  "customer_id":"JSON","user_id":"JSON","http_x_customer_id":"JSON","http_x_user_id":"JSON"}')) END AS j,
         s.served_model, s.node
     FROM __input__ AS i JOIN __settings__ AS s ON s.source_id = i.source_id
 ),
@@ -40,13 +40,13 @@ fields AS (
         nullif(kvir_text(p.j.upstream_status), '-') AS upstream_status,
         -- the id the engine knew: the one the upstream answered with, else the client's X-Request-Id (nginx
         -- passes it on unchanged), else nginx's own $request_id
-        coalesce(nullif(kvir_text(split_part(p.j.upstream_http_x_request_id, ', ', -1)), '-'),
-                 nullif(kvir_text(p.j.http_x_request_id), '-'), nullif(kvir_text(p.j.request_id), '-')) AS rid0,
+        coalesce(nullif(kvir_text(split_part((p.j.upstream_http_x_request_id ->> '$'), ', ', -1)), '-'),
+                 nullif(kvir_text((p.j.http_x_request_id ->> '$')), '-'), nullif(kvir_text((p.j.request_id ->> '$')), '-')) AS rid0,
         coalesce(nullif(kvir_text(coalesce(p.j.request_uri, p.j.uri)), '-'),
                  nullif(split_part(kvir_text(p.j.request), ' ', 2), '')) AS path,
         coalesce(nullif(kvir_text(p.j.request_method), '-'), nullif(split_part(kvir_text(p.j.request), ' ', 1), '')) AS method,
         nullif(kvir_text(coalesce(p.j.model, p.j.http_x_model)), '-') AS model0,
-        nullif(kvir_text(coalesce(p.j.customer_id, p.j.http_x_customer_id, p.j.user_id, p.j.http_x_user_id)), '-') AS account
+        nullif(kvir_text(coalesce((p.j.customer_id ->> '$'), (p.j.http_x_customer_id ->> '$'), (p.j.user_id ->> '$'), (p.j.http_x_user_id ->> '$'))), '-') AS account
     FROM parsed AS p
 )
 SELECT
@@ -62,6 +62,8 @@ SELECT
             THEN kvir_bad(coalesce(kvir_ts_problem(f.time_text, f.t_log, NULL, NULL), 'unparseable timestamp: ' || left(f.time_text, 40)))
         WHEN f.status IS NULL THEN kvir_bad('missing field: status')
         WHEN coalesce(f.model0, f.served_model) IS NULL THEN kvir_bad('missing field: model (and no --served-model)')
+        WHEN nullif(kvir_text(f.j.request_time), '-') IS NOT NULL AND f.request_time_s IS NULL THEN kvir_bad('request_time is not a number: ' || left(nullif(kvir_text(f.j.request_time), '-'), 40))
+        WHEN kvir_span_problem(f.request_time_s, 'request_time') IS NOT NULL THEN kvir_bad(kvir_span_problem(f.request_time_s, 'request_time'))
     END) AS verdict,
     f.text AS raw,
     coalesce(f.rid0, 'nginx:' || f.node || ':' || f.line_no) AS request_id,

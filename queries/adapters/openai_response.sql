@@ -21,7 +21,7 @@
 WITH parsed AS (
     SELECT i.source_id, i.line_no, i.problem, i.line AS text,
         CASE WHEN i.problem IS NULL AND starts_with(ltrim(i.line), '{')
-             THEN TRY(from_json(i.line, '{"id":"VARCHAR","object":"VARCHAR","created":"VARCHAR","model":"VARCHAR",
+             THEN TRY(from_json(i.line, '{"id":"JSON","object":"VARCHAR","created":"VARCHAR","model":"VARCHAR",
                   "choices":[{"index":"VARCHAR","finish_reason":"VARCHAR"}],"usage":{"prompt_tokens":"VARCHAR","completion_tokens":"VARCHAR",
                   "prompt_tokens_details":{"cached_tokens":"VARCHAR"}},"type":"VARCHAR","code":"VARCHAR",
                   "error":"JSON"}')) END AS j
@@ -29,7 +29,7 @@ WITH parsed AS (
 ),
 fields AS (
     SELECT p.*,
-        kvir_text(p.j.id) AS rid,
+        kvir_text((p.j.id ->> '$')) AS rid,
         kvir_parse_ts(p.j.created, NULL, 0) AS ts0,
         kvir_count(p.j.usage.prompt_tokens) AS n_prompt,
         kvir_count(p.j.usage.completion_tokens) AS n_completion,
@@ -39,7 +39,7 @@ fields AS (
         -- 0..k-1 (a stream's chunks carry their choice's index) mean usage.prompt_tokens may add up k prompts
         CASE WHEN p.j.object = 'text_completion'
              THEN greatest(len(p.j.choices), list_max(list_transform(p.j.choices, lambda c: TRY_CAST(c.index AS INTEGER) + 1))) END AS n_choices,
-        p.j.object = 'error' OR (p.j.error IS NOT NULL AND p.j.id IS NULL) AS is_error,
+        p.j.object = 'error' OR (p.j.error IS NOT NULL AND (p.j.id ->> '$') IS NULL) AS is_error,
         p.j.object IS NOT NULL AND p.j.object NOT IN ('chat.completion', 'chat.completion.chunk', 'text_completion', 'response')
             AS not_completion
     FROM parsed AS p

@@ -23,6 +23,12 @@
 --     langfuse.observation.model.name, langfuse.observation.usage_details (a JSON string: OpenAI's usage as it
 --     came, prompt_tokens with cached included and prompt_tokens_details.cached_tokens; or Langfuse's
 --     normalised input, cache reads apart), langfuse.observation.level ERROR, user.id; no response id.
+--   OpenInference (openinference-instrumentation-openai 0.1.66, conventions 0.1.42): no gen_ai.* either:
+--     openinference.span.kind (LLM is the model call; CHAIN, TOOL, RETRIEVER, EMBEDDING ... are counted, not
+--     requests), llm.model_name (the response's model; a failed call has only llm.invocation_parameters.model),
+--     llm.token_count.prompt (cached included) / .completion / .prompt_details.cache_read, llm.finish_reason,
+--     user.id and session.id (using_attributes), the span's status for a failure; the response id only inside
+--     output.value (the response as JSON, application/json): its id is read, nothing else of it.
 -- The customer: user.id (older enduser.id), gen_ai.user, gen_ai.request.user or langfuse.user.id on the span,
 -- else on its parent, else user.id on the resource, else on any span of its trace in the same source (the
 -- openai-v2 instrumentation records none: the application's span may carry it). A request whose span names
@@ -65,25 +71,40 @@ lf AS (         -- Langfuse's own attributes: its OpenAI wrapper writes no gen_a
         TRY_CAST(kvir_otlp_attr(a.a, 'langfuse.observation.usage_details') AS JSON) AS lf_usage
     FROM attrs AS a
 ),
+oi AS (          -- OpenInference's own attributes (openinference-instrumentation-*: no gen_ai.* at all)
+    SELECT a.*,
+        upper(kvir_text(kvir_otlp_attr(a.a, 'openinference.span.kind'))) AS oi_kind,
+        TRY_CAST(kvir_otlp_attr(a.a, 'llm.invocation_parameters') AS JSON) AS oi_params,
+        -- the response as the client got it (its JSON: only its id is read, never its text)
+        CASE WHEN kvir_otlp_attr(a.a, 'output.mime_type') = 'application/json'
+             THEN TRY_CAST(kvir_otlp_attr(a.a, 'output.value') AS JSON) ->> '$.id' END AS oi_resp_id
+    FROM lf AS a
+),
 fields AS (
     SELECT a.*,
         lower(kvir_otlp_attr(a.a, 'gen_ai.operation.name')) AS op,
         coalesce(kvir_text(kvir_otlp_attr(a.a, 'gen_ai.request.model')),
-                 kvir_text(kvir_otlp_attr(a.a, 'langfuse.observation.model.name'))) AS req_model,
-        kvir_text(kvir_otlp_attr(a.a, 'gen_ai.response.model')) AS resp_model,
-        kvir_text(kvir_otlp_attr(a.a, 'gen_ai.response.id')) AS resp_id,
+                 kvir_text(kvir_otlp_attr(a.a, 'langfuse.observation.model.name')),
+                 kvir_text(a.oi_params ->> '$.model')) AS req_model,
+        coalesce(kvir_text(kvir_otlp_attr(a.a, 'gen_ai.response.model')),
+                 kvir_text(kvir_otlp_attr(a.a, 'llm.model_name'))) AS resp_model,
+        coalesce(kvir_text(kvir_otlp_attr(a.a, 'gen_ai.response.id')), kvir_text(a.oi_resp_id)) AS resp_id,
         -- the prompt: gen_ai.usage.input_tokens (cached included; legacy prompt_tokens); Langfuse: OpenAI's
         -- usage as it came (prompt_tokens, cached included), or its normalised input (cache reads apart)
         coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.input_tokens'), kvir_otlp_attr(a.a, 'gen_ai.usage.prompt_tokens'),
-                 a.lf_usage ->> '$.prompt_tokens', a.lf_usage ->> '$.input') AS input_text,
+                 kvir_otlp_attr(a.a, 'llm.token_count.prompt'), a.lf_usage ->> '$.prompt_tokens', a.lf_usage ->> '$.input')
+            AS input_text,
         coalesce(kvir_count(coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.input_tokens'),
-                                     kvir_otlp_attr(a.a, 'gen_ai.usage.prompt_tokens'), a.lf_usage ->> '$.prompt_tokens')),
+                                     kvir_otlp_attr(a.a, 'gen_ai.usage.prompt_tokens'),
+                                     kvir_otlp_attr(a.a, 'llm.token_count.prompt'), a.lf_usage ->> '$.prompt_tokens')),
                  kvir_count(a.lf_usage ->> '$.input') + coalesce(kvir_count(coalesce(
                      a.lf_usage ->> '$.input_cached_tokens', a.lf_usage ->> '$.cache_read_input_tokens')), 0)) AS n_input,
         kvir_count(coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.output_tokens'), kvir_otlp_attr(a.a, 'gen_ai.usage.completion_tokens'),
+                            kvir_otlp_attr(a.a, 'llm.token_count.completion'),
                             a.lf_usage ->> '$.completion_tokens', a.lf_usage ->> '$.output')) AS n_output,
         kvir_count(coalesce(kvir_otlp_attr(a.a, 'gen_ai.usage.cache_read.input_tokens'),
                             kvir_otlp_attr(a.a, 'gen_ai.usage.cache_read_input_tokens'),
+                            kvir_otlp_attr(a.a, 'llm.token_count.prompt_details.cache_read'),
                             a.lf_usage ->> '$.prompt_tokens_details.cached_tokens', a.lf_usage ->> '$.input_cached_tokens',
                             a.lf_usage ->> '$.cache_read_input_tokens')) AS n_cached,
         -- the caller, where each instrumentation writes it: user.id (semconv; Langfuse), enduser.id (older),
@@ -93,7 +114,8 @@ fields AS (
                            kvir_otlp_attr(a.a, 'langfuse.user.id'))) AS own_user,
         kvir_text(coalesce(kvir_otlp_attr(a.rattrs, 'user.id'), kvir_otlp_attr(a.rattrs, 'enduser.id'))) AS resource_user,
         list_filter(coalesce(kvir_otlp_list(a.a, 'gen_ai.response.finish_reasons'),
-                             [nullif(trim(CAST(kvir_otlp_attr(a.a, 'langfuse.observation.metadata.finish_reason') AS VARCHAR), '"'), '')]),
+                             [coalesce(kvir_text(kvir_otlp_attr(a.a, 'llm.finish_reason')),
+                                       nullif(trim(CAST(kvir_otlp_attr(a.a, 'langfuse.observation.metadata.finish_reason') AS VARCHAR), '"'), ''))]),
                     lambda x: x IS NOT NULL) AS finish_reasons,
         coalesce(kvir_text(kvir_otlp_attr(a.a, 'error.type')),
                  CASE WHEN upper(kvir_text(kvir_otlp_attr(a.a, 'langfuse.observation.level'))) = 'ERROR' THEN 'ERROR' END) AS error_type,
@@ -101,8 +123,8 @@ fields AS (
         kvir_parse_ts(a.start_ns, NULL, 0) AS ts0,
         kvir_parse_ts(a.end_ns, NULL, 0) AS ts1,
         coalesce(len(list_filter(json_extract_string(a.a, '$[*].key'), lambda k: starts_with(k, 'gen_ai.'))), 0) > 0
-            OR a.lf_type IS NOT NULL AS is_genai
-    FROM lf AS a
+            OR a.lf_type IS NOT NULL OR a.oi_kind IS NOT NULL AS is_genai
+    FROM oi AS a
 ),
 users AS (        -- who sent a trace: the GenAI instrumentation records no user; the app's own span does
     SELECT f.source_id, f.trace_id, f.span_id, f.own_user FROM fields AS f WHERE f.own_user IS NOT NULL
@@ -114,10 +136,13 @@ span_rows AS (
             WHEN NOT f.is_genai THEN kvir_skip('span without gen_ai attributes')
             WHEN f.lf_type IS NOT NULL AND f.lf_type <> 'generation'
                 THEN kvir_skip('Langfuse observation of type ' || left(f.lf_type, 20) || ' (not a generation)')
+            WHEN f.oi_kind IS NOT NULL AND f.oi_kind <> 'LLM'
+                THEN kvir_skip('OpenInference span of kind ' || left(f.oi_kind, 20) || ' (not an LLM call)')
             WHEN f.op IS NOT NULL AND f.op NOT IN ('chat', 'text_completion', 'generate_content', 'completion')
                 THEN kvir_skip('gen_ai.operation.name ' || left(f.op, 30) || ' (not a generation)')
             WHEN f.ts0 IS NULL OR NOT kvir_in_range(f.ts0) THEN kvir_bad(kvir_ts_problem(f.start_ns, f.ts0, NULL, 0))
-            WHEN coalesce(f.resp_model, f.req_model) IS NULL THEN kvir_bad('missing attribute: gen_ai.request.model (or langfuse.observation.model.name)')
+            WHEN coalesce(f.resp_model, f.req_model) IS NULL
+                THEN kvir_bad('missing attribute: gen_ai.request.model (or langfuse.observation.model.name, llm.model_name)')
             WHEN f.input_text IS NOT NULL AND f.n_input IS NULL
                 THEN kvir_bad('gen_ai.usage.input_tokens is not a non-negative integer')
         END AS verdict,

@@ -68,8 +68,7 @@ SELECT
             THEN kvir_bad(kvir_ts_problem(t.stamp, t.ts_fin, t.tz_iana, t.tz_offset_min))
         WHEN t.logged_prompt IS NULL THEN kvir_bad('prompt_tokens is not a non-negative integer')
         WHEN t.latency_s IS NULL THEN kvir_bad('non-numeric field: out.meta_info.e2e_latency')
-        WHEN t.latency_s < 0 THEN kvir_bad('negative e2e_latency')
-        WHEN kvir_span(t.latency_s) IS NULL THEN kvir_bad('implausible e2e_latency (over 10^7 s)')
+        WHEN kvir_span_problem(t.latency_s, 'e2e_latency') IS NOT NULL THEN kvir_bad(kvir_span_problem(t.latency_s, 'e2e_latency'))
         ELSE kvir_bad('unreadable record') END AS verdict,
     t.text AS raw,
     CASE WHEN t.rejection THEN coalesce(nullif(t.rej.rid, ''), t.rej.rid_dq) ELSE t.rid END AS request_id,

@@ -7,7 +7,8 @@
 CREATE OR REPLACE TABLE conflicts (
     request_id VARCHAR,            -- the merged request (requests.request_id)
     n_records BIGINT,              -- how many records of it were merged
-    fields VARCHAR[],              -- which fields disagree: prompt_tokens, outcome, model, account_id
+    fields VARCHAR[],              -- which fields disagree: prompt_tokens, outcome, model, account_id, bootstrap_room,
+                                   -- prefill_node, decode_node
     prompt_tokens_seen BIGINT[],   -- every distinct value among the non-prefill records
     outcomes_seen VARCHAR[],
     models_seen VARCHAR[],
@@ -15,7 +16,16 @@ CREATE OR REPLACE TABLE conflicts (
     prompt_tokens BIGINT,          -- what the merge chose (requests' values)
     outcome VARCHAR,
     model VARCHAR,
-    account_id VARCHAR,
+    account_id VARCHAR,            -- NULL on a tie: see account_candidates
     records VARCHAR[],             -- file:line of each record, sorted
-    rule VARCHAR                   -- how the values were chosen
+    rule VARCHAR,                  -- how the values were chosen
+    -- the accounts of the most exposing records when they are several (a tie: no account is chosen, each is to
+    -- be notified as possibly affected); NULL when one account, or none, is the most exposing record's
+    account_candidates VARCHAR[],
+    prefill_nodes_seen VARCHAR[],  -- every prefill / decode node its records name
+    decode_nodes_seen VARCHAR[]
 );
+-- account_candidates: one row per candidate account of a tied request (the accounts a report notifies as possibly
+-- affected for it: the request's own account_id is NULL)
+CREATE OR REPLACE VIEW account_candidates AS
+SELECT request_id, unnest(account_candidates) AS account_id FROM conflicts WHERE account_candidates IS NOT NULL;

@@ -1,7 +1,8 @@
 -- evidence_join: join a group of sources' requests to the requests other sources hold, by id or time, and merge the matches.
 -- Params: none
--- Inputs: __join__ (one row: source_ids, pass, tolerance_s, engine_ids; written by toolkit/ingest/joins.py with
---         bound values; the files of one format go in one pass: each pass rewrites `requests`)
+-- Inputs: __join__ (one row: source_ids, pass, tolerance_s, engine_ids, keys; written by toolkit/ingest/joins.py with
+--         bound values; the files of one format go in one pass: each pass rewrites `requests`; keys: id and/or
+--         time, the keys a declared gateway allows, [[sources]] join)
 --
 -- Runs after case/requests_merged has merged what shares a request id or a bootstrap_room. Two passes:
 --   candidate  the source's requests without a prompt length (router, vLLM INFO, Logpush, nginx, ...)
@@ -68,6 +69,7 @@ WITH id_keys AS (   -- an equi-join (a hash join), not an IN list per pair
 by_id AS (
     SELECT k.a_id, b.request_id AS b_id, epoch(b.ts) - epoch(k.a_ts) AS delta_s, 'id' AS method
     FROM id_keys AS k JOIN ej_b AS b ON b.request_id = k.key
+    WHERE list_contains((SELECT keys FROM __join__), 'id')
 )
 SELECT * FROM by_id
 UNION ALL
@@ -79,7 +81,8 @@ FROM (SELECT a.*, unnest(range(epoch_us(a.ts) // k.w_us - 1, epoch_us(a.a_hi) //
       FROM ej_a AS a, ej_width AS k) AS a
 JOIN (SELECT b.*, epoch_us(b.ts) // k.w_us AS bucket FROM ej_b AS b, ej_width AS k) AS b
   ON b.bucket = a.bucket AND b.b_hi >= a.ts AND b.ts <= a.a_hi
-WHERE (a.a_node IS NULL OR (b.prefill_node IS NULL AND b.decode_node IS NULL)
+WHERE list_contains((SELECT keys FROM __join__), 'time')
+  AND (a.a_node IS NULL OR (b.prefill_node IS NULL AND b.decode_node IS NULL)
        OR a.a_node = b.prefill_node OR a.a_node = b.decode_node)
   AND (a.prompt_tokens IS NULL OR b.prompt_tokens = a.prompt_tokens)
   AND a.request_id NOT IN (SELECT a_id FROM by_id)

@@ -47,3 +47,7 @@ SELECT k.shard || ':' || k.path, k.reason, k.size_bytes FROM __skipped_inputs__ 
 CREATE OR REPLACE TABLE conflicts AS
 SELECT c.* EXCLUDE (lake, shard) REPLACE (list_transform(c.records, lambda x: c.shard || ':' || x) AS records)
 FROM __conflicts__ AS c;
+
+-- the candidate accounts of tied requests (queries/case/conflicts_table.sql)
+CREATE OR REPLACE VIEW account_candidates AS
+SELECT request_id, unnest(account_candidates) AS account_id FROM conflicts WHERE account_candidates IS NOT NULL;

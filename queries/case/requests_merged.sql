@@ -10,7 +10,8 @@
 --    key never merges what the rids say differ: a room whose prefill side or whose other side holds more
 --    than one rid is *reused* (`room_keys`). Each non-prefill rid in it is then a request of its own, and
 --    each prefill rid joins the non-prefill rid nearest to it in time (each of those keeps the nearest
---    prefill rid that chose it; a prefill rid left over is a request of its own). `pd_key` is the group:
+--    prefill rid that chose it; a prefill rid left over, or one equally near two of them, is a request of
+--    its own: a tie is never broken by the rids' names). `pd_key` is the group:
 --    the room, or room/rid in a reused room. Requests of a reused room are conflicts (listed, with the room).
 -- 2. The same request seen by several sources (a gateway log and the engine log), or logged twice,
 --    shares a request id: one request. Each field comes from the most authoritative record that has it:
@@ -23,8 +24,11 @@
 --    prompt length, a served outcome before failed > aborted > rejected, one of the incident's models
 --    (the `incident` table) before another; then the greatest value. The account is the one of the most
 --    exposing record (an incident model, then served, then the longest prompt), never the one whose name
---    sorts first: renaming an account cannot change who is notified. Only records exposing alike that name
---    different accounts fall back on the name; every account is listed in the conflict (notify each).
+--    sorts first: renaming an account cannot change who is notified. Records exposing alike that name
+--    different accounts are a tie: no account is chosen (account_id NULL: unknown) and every tied account is
+--    a candidate (conflicts.account_candidates, the view account_candidates: each to be notified as possibly
+--    affected). Likewise the prefill and decode node: the node of the record the outcome comes from, and
+--    none where records of equal authority name different nodes (a conflict either way).
 --    The answer depends on the records a request has, never on the order of the lines or files that hold
 --    them (an exposure cannot vanish because a log was reversed or a page re-fetched).
 --    ts is the earliest start any record gives that knows its time exactly (ts_granularity_s 0): a
@@ -72,8 +76,13 @@ gaps AS (
     FROM s AS p JOIN s AS d ON d.pd_room = p.pd_room AND p.is_prefill AND NOT d.is_prefill
     WHERE p.t IS NOT NULL AND d.t IS NOT NULL
 ),
-nearest AS (SELECT pd_room, p_rid, arg_min(d_rid, (gap, d_rid)) AS d_rid, min(gap) AS gap FROM gaps GROUP BY ALL),
-pairs AS (SELECT pd_room, d_rid, arg_min(p_rid, (gap, p_rid)) AS p_rid FROM nearest GROUP BY ALL)
+-- the nearest partner on each side, and none when two are equally near (a name would decide: a tie)
+nearest AS (SELECT pd_room, p_rid, min(gap) AS gap,
+                   CASE WHEN arg_min(d_rid, (gap, d_rid)) = max_by(d_rid, (-gap, d_rid)) THEN arg_min(d_rid, (gap, d_rid)) END AS d_rid
+            FROM gaps GROUP BY ALL),
+pairs AS (SELECT pd_room, d_rid,
+                 CASE WHEN arg_min(p_rid, (gap, p_rid)) = max_by(p_rid, (-gap, p_rid)) THEN arg_min(p_rid, (gap, p_rid)) END AS p_rid
+          FROM nearest WHERE d_rid IS NOT NULL GROUP BY ALL)
 SELECT s.pd_room, s.request_id, s.is_prefill,
        s.pd_room || '/' || CASE WHEN s.is_prefill THEN coalesce(p.d_rid, s.request_id) ELSE s.request_id END AS pd_key
 FROM s LEFT JOIN pairs AS p ON s.is_prefill AND p.pd_room = s.pd_room AND p.p_rid = s.request_id;
@@ -128,8 +137,12 @@ WITH grouped AS (
         max(ts_end) AS ts_end,
         CASE WHEN count(*) FILTER (WHERE coalesce(ts_granularity_s, 0) = 0) > 0 THEN 0
              ELSE max(ts_granularity_s) END AS ts_granularity_s,
+        -- the account of the most exposing record; the name takes part only to find a tie: the top account with
+        -- the greatest and with the least name differ when records exposing alike name different accounts
         max_by(account_id, (p_account, x_model, x_outcome, coalesce(prompt_tokens, -1), account_id))
-            FILTER (WHERE account_id IS NOT NULL) AS account_id,
+            FILTER (WHERE account_id IS NOT NULL) AS account_hi,
+        min_by(account_id, (-p_account, NOT x_model, -x_outcome, -coalesce(prompt_tokens, -1), account_id))
+            FILTER (WHERE account_id IS NOT NULL) AS account_lo,
         max_by(model, (p_outcome, x_model, model)) FILTER (WHERE model IS NOT NULL) AS model,
         max_by(model_other, (p_outcome, x_model, model_other)) FILTER (WHERE model_other IS NOT NULL) AS model_other0,
         min(model) AS model_lo, max(model) AS model_hi,
@@ -145,8 +158,11 @@ WITH grouped AS (
                                        THEN (p_outcome, x_outcome, coalesce(http_status, -1)) END) AS http_status,
         max_by(outcome, (p_outcome, x_outcome)) FILTER (WHERE outcome IS NOT NULL) AS outcome,
         max_by(finish_reason, (p_outcome, x_outcome, finish_reason)) FILTER (WHERE finish_reason IS NOT NULL) AS finish_reason,
-        coalesce(max(prefill_node), max(CASE WHEN role = 'prefill' THEN node END)) AS prefill_node,
-        coalesce(max(decode_node), max(CASE WHEN role = 'decode' THEN node END)) AS decode_node,
+        -- the node of the record the outcome comes from; records of equal authority naming different nodes: a tie
+        max_by(pn, (p_outcome, x_outcome, pn)) FILTER (WHERE pn IS NOT NULL) AS prefill_hi,
+        min_by(pn, (-p_outcome, -x_outcome, pn)) FILTER (WHERE pn IS NOT NULL) AS prefill_lo,
+        max_by(dn, (p_outcome, x_outcome, dn)) FILTER (WHERE dn IS NOT NULL) AS decode_hi,
+        min_by(dn, (-p_outcome, -x_outcome, dn)) FILTER (WHERE dn IS NOT NULL) AS decode_lo,
         coalesce(max(prefill_tokens), max(CASE WHEN role = 'prefill' THEN prompt_tokens END)) AS prefill_tokens,
         max(CASE WHEN role = 'prefill' THEN outcome END) AS prefill_outcome,
         max(pd_room) AS bootstrap_room,
@@ -166,19 +182,26 @@ WITH grouped AS (
             OR coalesce(min(CASE WHEN role IS DISTINCT FROM 'prefill' THEN model_key END)
                  <> max(CASE WHEN role IS DISTINCT FROM 'prefill' THEN model_key END), false)
             OR coalesce(min(account_id) <> max(account_id), false)
+            OR coalesce(min(pn) <> max(pn), false) OR coalesce(min(dn) <> max(dn), false)
             OR bool_or(room_reused) AS conflict,
         list_sort(list_distinct(list(source_id))) AS source_ids
-    FROM request_members
+    FROM (SELECT m.*, coalesce(m.prefill_node, CASE WHEN m.role = 'prefill' THEN m.node END) AS pn,
+                 coalesce(m.decode_node, CASE WHEN m.role = 'decode' THEN m.node END) AS dn
+          FROM request_members AS m) AS request_members
     WHERE merged_id IS NOT NULL
     GROUP BY merged_id
 )
-SELECT g.request_id, g.ts, g.ts_extra_ns, g.ts_end, g.ts_granularity_s, g.account_id, g.model,
+SELECT g.request_id, g.ts, g.ts_extra_ns, g.ts_end, g.ts_granularity_s,
+       CASE WHEN g.account_hi = g.account_lo THEN g.account_hi END AS account_id,   -- a tie names none
+       g.model,
        -- the other name: a record's own second name, else another record's different name for it
        coalesce(g.model_other0, CASE WHEN g.model_lo <> g.model THEN g.model_lo WHEN g.model_hi <> g.model THEN g.model_hi END)
            AS model_other,
        g.prompt_tokens,
        g.cached_tokens, g.completion_tokens, g.http_status, g.outcome, g.finish_reason,
-       g.prefill_node, g.decode_node, g.prefill_tokens, g.bootstrap_room,
+       CASE WHEN g.prefill_hi = g.prefill_lo THEN g.prefill_hi END AS prefill_node,
+       CASE WHEN g.decode_hi = g.decode_lo THEN g.decode_hi END AS decode_node,
+       g.prefill_tokens, g.bootstrap_room,
        s.format AS source_format, coalesce(g.source_path, s.label) AS source_file, g.source_line, g.source_id,
        g.n_records, g.conflict, g.prefill_outcome, g.source_ids,
        NULL::VARCHAR AS join_method, NULL::VARCHAR[] AS joined_ids,  -- filled by case/evidence_join

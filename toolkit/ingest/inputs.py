@@ -47,13 +47,15 @@ def is_glob(text: str, path: Path) -> bool:
 
 def glob_under(base: Path, pattern: str) -> list[str]:
     """glob.glob of `pattern` relative to `base` (an absolute pattern as it is). The folders it starts with that
-    exist as written are literal (the base always is): in `logs[2026]/a*.jsonl` only `a*.jsonl` is a pattern."""
-    full = Path(pattern) if Path(pattern).is_absolute() else base / pattern
-    parts = full.parts
-    n = 1
-    while n < len(parts) and Path(*parts[:n + 1]).is_dir():
+    exist as written are literal (the base always is): in `logs[2026]/a*.jsonl` only `a*.jsonl` is a pattern.
+    The base is taken whole, never as its parts joined to the pattern's: `Path('.') / '*.csv'` is `*.csv`,
+    whose first part is the pattern itself (a spec named `incident.toml` from its own folder has the base `.`)."""
+    pat = Path(pattern)
+    root, parts = (Path(pat.anchor), pat.parts[1:]) if pat.is_absolute() else (base, pat.parts)
+    n = 0
+    while n < len(parts) and root.joinpath(*parts[:n + 1]).is_dir():
         n += 1
-    literal = glob.escape(str(Path(*parts[:n])))
+    literal = glob.escape(str(root.joinpath(*parts[:n])))
     return glob.glob(os.path.join(literal, *parts[n:]) if n < len(parts) else literal, recursive=True)
 
 

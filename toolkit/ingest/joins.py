@@ -34,10 +34,29 @@ class JoinPass:
     sources: list["Source"]
     kind: str                       # identity | candidate
     engine_ids: list[int]
+    keys: tuple[str, ...] = ("id", "time")   # how records may be joined (a declared gateway's [[sources]] join)
 
 
 def _is_engine(s: "Source") -> bool:
     return s.format.engine or (s.role or "") in ENGINE_ROLES
+
+
+def _declared_gateway(s: "Source") -> bool:
+    """A generic source declared client-facing ([[sources]] role = "gateway"): joined like a gateway's log."""
+    return s.format.name.startswith("generic") and s.role == "gateway"
+
+
+def _evidence(s: "Source") -> str:
+    if _declared_gateway(s):     # a mapping without prompt lengths holds candidates
+        return "counts" if "prompt_tokens" in s.columns else "candidates"
+    return s.format.evidence
+
+
+def _group(s: "Source") -> str:
+    """The pass a source joins: the files of one format together, each declared gateway (its own mapping) apart."""
+    if _declared_gateway(s):
+        return f"{s.format.name}:{s.source_id}"
+    return s.format.name + (":" + ",".join(s.join) if s.join else "")    # a source's own join keys: its own pass
 
 
 def plan_passes(sources: list["Source"]) -> list[JoinPass]:
@@ -48,26 +67,27 @@ def plan_passes(sources: list["Source"]) -> list[JoinPass]:
     later candidate ambiguous), then engine-side candidates (a vLLM log joins requests with counts), then
     client-facing candidates (nginx, a router, Logpush), whose partners are requests with counts and every
     request an engine log holds, counts or not: an engine log alone names every request it served."""
-    counts = [s for s in sources if s.format.evidence == "counts"]
+    counts = [s for s in sources if _evidence(s) == "counts"]
     engines = [s for s in sources if _is_engine(s)]
     groups: dict[tuple[int, str, str], list[Source]] = {}
     if any(s.format.engine for s in counts):
         for s in sources:
-            if s.format.names_customers and not s.format.engine:
-                groups.setdefault((0, "identity", s.format.name), []).append(s)
+            if (s.format.names_customers or _declared_gateway(s)) and not s.format.engine:
+                groups.setdefault((0, "identity", _group(s)), []).append(s)
     for s in sources:
-        if s.format.evidence != "candidates":
+        # a declared gateway's records without a prompt length are candidates, whatever else it maps
+        if _evidence(s) != "candidates" and not _declared_gateway(s):
             continue
         if _is_engine(s):
             if counts:
-                groups.setdefault((1, "candidate", s.format.name), []).append(s)
+                groups.setdefault((1, "candidate", _group(s)), []).append(s)
         elif counts or engines:
-            groups.setdefault((2, "candidate", s.format.name), []).append(s)
+            groups.setdefault((2, "candidate", _group(s)), []).append(s)
     out = []
     for (order, kind, _), group in sorted(groups.items(), key=lambda kv: kv[0][0]):
         ids = {s.source_id for s in group}
         engine_ids = [s.source_id for s in engines if s.source_id not in ids] if order == 2 else []
-        out.append(JoinPass(group, kind, engine_ids))
+        out.append(JoinPass(group, kind, engine_ids, group[0].join or ("id", "time")))
     return out
 
 
@@ -76,8 +96,9 @@ def join_evidence(case: "Case", sources: list["Source"], tolerance_s: float) -> 
     passes = plan_passes(sources)
     for p in passes:
         case.con.execute("CREATE OR REPLACE TEMP TABLE ej_settings AS SELECT $sids::INTEGER[] AS source_ids, "
-                         "$pass::VARCHAR AS pass, $tol::DOUBLE AS tolerance_s, $eids::INTEGER[] AS engine_ids",
+                         "$pass::VARCHAR AS pass, $tol::DOUBLE AS tolerance_s, $eids::INTEGER[] AS engine_ids, "
+                         "$keys::VARCHAR[] AS keys",
                          {"sids": [s.source_id for s in p.sources], "pass": p.kind, "tol": float(tolerance_s),
-                          "eids": p.engine_ids})
+                          "eids": p.engine_ids, "keys": list(p.keys)})
         case.run("case/evidence_join", inputs={"join": "ej_settings"})
     return len(passes)

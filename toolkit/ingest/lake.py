@@ -31,6 +31,9 @@ from kvir.core.errors import InputError
 # conflicts: the shard's requests whose records disagree (merging happens within a shard)
 SIDE_TABLES = ("sources", "source_counts", "quarantine", "evidence_joins", "metric_samples", "skipped_inputs",
                "conflicts")
+# side-table columns newer kvir versions write: read as NULL from a lake written before
+_LATER_COLUMNS = {"conflicts": {"account_candidates": pa.list_(pa.string()), "prefill_nodes_seen": pa.list_(pa.string()),
+                                "decode_nodes_seen": pa.list_(pa.string())}}
 SHARD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 LAKE_FORMAT = "kvir-canonical-requests/1"
 
@@ -125,7 +128,11 @@ def attach_lake(case: Case, roots: list[str], read: Reader, request_shards: list
     names = {}
     for t, tables in parts.items():
         names[t] = f"lake_in_{t}"
-        con.register(names[t], pa.concat_tables(tables, promote_options="permissive"))
+        table = pa.concat_tables(tables, promote_options="permissive")
+        for col, typ in _LATER_COLUMNS.get(t, {}).items():    # a shard written before kvir had them
+            if col not in table.column_names:
+                table = table.append_column(col, pa.nulls(table.num_rows, typ))
+        con.register(names[t], table)
     try:
         case.run("case/lake_attach", inputs=names)
     finally:

@@ -48,13 +48,24 @@ def _quote_ident(name: str, available: list[str]) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+_ID_FIELDS = ("request_id", "bootstrap_room", "account_id")
+_FLOAT_TYPES = ("DOUBLE", "FLOAT")
+
+
+def _column(f_: str, cols: dict[str, str], types: dict[str, str], available: list[str]) -> str:
+    """The mapped column; an id held as a floating-point number as the text every reader gives that number
+    (queries/macros.sql kvir_number_id: a CAST would write 1e-06 where a JSON log's 0.000001 is the same id)."""
+    q = _quote_ident(cols[f_], available)
+    return f"json_extract_string(to_json({q}), '$')" if f_ in _ID_FIELDS and types.get(cols[f_]) in _FLOAT_TYPES else q
+
+
 def _mapped_projection(cols: dict[str, str], types: dict[str, str], available: list[str]) -> str:
     """SELECT list giving the generic adapter its fixed input columns (see queries/adapters/generic.sql)."""
     parts = []
     for f_ in MAPPABLE_FIELDS:
         if f_ in _TIME_FIELDS:
             continue
-        parts.append(f"{_quote_ident(cols[f_], available)} AS {f_}" if f_ in cols else f"NULL AS {f_}")
+        parts.append(f"{_column(f_, cols, types, available)} AS {f_}" if f_ in cols else f"NULL AS {f_}")
     for f_ in _TIME_FIELDS:
         c = cols.get(f_)
         t = types.get(c, "") if c else ""
@@ -184,7 +195,7 @@ def _typed_projection(cols: dict[str, str], types: dict[str, str], available: li
         if f_ == "latency_s":
             continue
         name = f"{f_}_tz" if f_ in _TIME_FIELDS else f_
-        col = _quote_ident(cols[f_], available) if f_ in cols else None
+        col = _column(f_, cols, types, available) if f_ in cols else None
         typ = "TIMESTAMPTZ" if f_ in _TIME_FIELDS else "BIGINT" if f_ in _COUNT_FIELDS else "VARCHAR"
         if f_ == "model" and served_model is not None:
             # the served model fills rows without one; read from the settings table (views take no

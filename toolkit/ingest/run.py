@@ -21,12 +21,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from kvir.ingest import formats as fmts
 from kvir.case.store import Case, memory_limit_bytes
 from kvir.core.errors import InputError, KvirError, disk_problem
 from kvir.ingest.lines import compression_of, iter_line_batches
 from kvir.ingest.epilogue import compile_adapter
 from kvir.ingest.accounts import note_unnamed_accounts
+from kvir.ingest.empty import refuse_sources_without_requests
 from kvir.ingest.joins import join_evidence, plan_passes
 from kvir.ingest import native
 from kvir.ingest.mapped import ingest_parquet, mapped_input
@@ -90,6 +90,7 @@ def ingest(case: Case, sources: list[Source], opts: IngestOptions, reporter: Rep
         done += span
     reporter.describe(bar, f"read {len(sources)} input{'s' * (len(sources) != 1)}")
     check_unchanged(sources, digests)       # what was parsed is what the size and SHA-256 describe
+    refuse_sources_without_requests(case, sources)   # a file read as nothing is named (its notes are filed next)
     _finish_sources(case, sources, seconds, digests)
     _build_records_view(case, sources, natively)
     reporter.run("merge records into requests", lambda: _build_requests(case, sources, opts), con=con)

@@ -269,6 +269,16 @@ def otel(path: Path, head: list[str]) -> int:
     return 0
 
 
+def mlflow_traces(path: Path, head: list[str]) -> int:
+    """MLflow's Trace.to_json(): {"info": {"trace_id": ...}, "data": {"spans": [...]}} (one per line, or an array)."""
+    r = first_record(head)
+    info, data = (r or {}).get("info"), (r or {}).get("data")
+    if isinstance(info, dict) and isinstance(data, dict) and "spans" in data and \
+            has_any(info, "trace_id", "request_id", "trace_metadata"):
+        return 93
+    return 0
+
+
 def envoy(path: Path, head: list[str]) -> int:
     v = first_json(head)
     if v is None:
@@ -293,6 +303,32 @@ _COMBINED = re.compile(r'^\S+ \S+ \S+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d
 
 def nginx_combined(path: Path, head: list[str]) -> int:
     return 85 if count_matching(head, _COMBINED) else 0
+
+
+def haproxy_json(path: Path, head: list[str]) -> int:
+    """A JSON log-format with HAProxy's variable names (termination_state is HAProxy's own)."""
+    v = first_json(head)
+    if has(v, "termination_state") and has_any(v, "status_code", "Ta", "unique_id"):
+        return 86
+    return 0
+
+
+# option httplog: "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B ...", after an optional syslog header
+_HAPROXY_HTTP = re.compile(r"(?:^|\]: |\s)\S+:\d+ \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2}(?:\.\d+)?\] \S+ \S+/\S+ "
+                           r"-?\d+/-?\d+/-?\d+/-?\d+/\+?-?\d+ -?\d+ ")
+
+
+def haproxy_http(path: Path, head: list[str]) -> int:
+    return 90 if count_matching(head, _HAPROXY_HTTP) else 0
+
+
+def caddy(path: Path, head: list[str]) -> int:
+    v = first_json(head)
+    if v is not None and str(v.get("logger", "")).startswith("http.log.access") and isinstance(v.get("request"), dict):
+        return 95
+    if v is not None and "logger" in v and any('"logger":"http.log.access' in x for x in head):
+        return 90            # Caddy's own lines first, then its access records
+    return 0
 
 
 _PROM_SAMPLE = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*(\{.*\})?\s+[-+0-9.eEInfa]+(\s+-?\d+)?\s*$")

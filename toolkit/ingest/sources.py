@@ -42,6 +42,7 @@ class Source:
     window: tuple[Any, Any] | None = None   # the incident window (UTC), for formats that need it
     max_log_len: int | None = None          # vLLM's --max-log-len, when its start-up arguments show one
     stamps: list[Stamp | None] = field(default_factory=list)   # each of `paths` as listed (kvir.ingest.opener)
+    join: tuple[str, ...] = ()              # a declared gateway's join keys ([[sources]] join; empty: id and time)
 
     def stamp(self, i: int = 0) -> Stamp | None:
         return self.stamps[i] if i < len(self.stamps) else None
@@ -273,6 +274,7 @@ def _settle(i: int, files: list[Path], key: tuple, fmt: Format, how: str, ss: So
     src.node = (ss.node if ss and ss.node else None) or node_from_path(first)[0]
     src.role = (ss.role if ss and ss.role else None)
     src.columns = dict(ss.columns) if ss else {}
+    src.join = ss.join if ss else ()
 
     if not fmt.names_model:
         model, role, line = _server_args(first)

@@ -28,7 +28,7 @@ def write_gateway(con: duckdb.DuckDBPyConnection, sim: Sim, per_page: int = 1000
                 'success', http_status = 200,
                 'status_code', http_status,
                 'cached', false,
-                'tokens_in', CASE WHEN kind = 'undecidable' THEN NULL ELSE prompt_tokens END,
+                'tokens_in', CASE WHEN kind = 'timeout-no-usage' THEN NULL ELSE prompt_tokens END,
                 'tokens_out', completion_tokens,
                 'cost', round(prompt_tokens * 1e-7 + completion_tokens * 4e-7, 6),
                 'duration', CAST(round(latency_s * 1000) AS BIGINT),

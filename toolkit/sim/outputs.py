@@ -34,7 +34,10 @@ def write_ground_truth(sim: Sim, truth: dict) -> None:
         "researcher_account": RESEARCHER, "researcher_affected": int((aff["account_id"] == RESEARCHER).sum()),
         "provider_account": PROVIDER_QA, "provider_affected": int((aff["account_id"] == PROVIDER_QA).sum()),
         "rejected_context": int(truth["kinds"].get("reject-context", 0)),
-        "undecidable": int(truth["kinds"].get("undecidable", 0)),
+        # what triage must count: a 504 without usage was not served (failed, its length unknown); no response
+        # of the fleet has an unknown outcome, so none is undecidable
+        "failed": int(truth["kinds"].get("timeout-no-usage", 0)),
+        "undecidable": 0,
         "after_window_long": int(truth["kinds"].get("after-window-long", 0)),
         "control_long": int(truth["kinds"].get("control-long", 0)),
         "first_affected": aff["ts"].min().isoformat(), "last_affected": aff["ts"].max().isoformat(),

@@ -115,7 +115,7 @@ def rows(sim: Sim, rng: np.random.Generator, n_base: int, start: dt.datetime, en
     completion = np.minimum(rng.geometric(1 / 400, size=n), 8192).astype(np.int64)
     status = np.full(n, 200, np.int64)
     status[kind == KINDS.index("reject-context")] = 400
-    status[kind == KINDS.index("undecidable")] = 504
+    status[kind == KINDS.index("timeout-no-usage")] = 504
     completion[status != 200] = 0
     finish = np.where(completion >= 8192, 1, 0)            # 0 stop, 1 length, 2 abort
     finish[status != 200] = 2
@@ -197,8 +197,8 @@ def special_rows(rng: np.random.Generator, n_customers: int, zipf: np.ndarray) -
     # prompts at or above the context: refused by the tokenizer with HTTP 400 (correct behaviour)
     add(12, LAUNCH + dt.timedelta(hours=2), t("2026-09-09T13:00:00"), GW_MODEL, None,
         CONTEXT, CONTEXT + 400_000, "reject-context")
-    # gateway timeouts with no usage recorded: undecidable
-    add(7, LAUNCH + dt.timedelta(hours=3), t("2026-09-09T13:00:00"), GW_MODEL, None, 1_000, LONG_CAP, "undecidable")
+    # gateway timeouts with no usage recorded (HTTP 504): length unknown, nothing served: triage counts them failed
+    add(7, LAUNCH + dt.timedelta(hours=3), t("2026-09-09T13:00:00"), GW_MODEL, None, 1_000, LONG_CAP, "timeout-no-usage")
     # after the window: long prompts served correctly by the fixed prefill pool (not affected)
     add(20, PUBLIC_AGAIN + dt.timedelta(minutes=5), SIM_END - dt.timedelta(hours=1), GW_MODEL, None,
         ENGINE_LIMIT, LONG_CAP, "after-window-long")

@@ -91,7 +91,7 @@ MODELS = {
     "@cf/qwen/qwen3-coder-1m": ("qwen-1m", CONTEXT),
 }
 MODEL_NAMES = np.array(list(MODELS))
-KINDS = ["base", "affected", "probe-short", "internal", "reject-context", "undecidable", "after-window-long",
+KINDS = ["base", "affected", "probe-short", "internal", "reject-context", "timeout-no-usage", "after-window-long",
          "control-long", "engine-gap"]
 
 

@@ -18,6 +18,10 @@ from kvir.spec.mechanism import Mechanism, SpecContext, mechanism as mechanism_n
 
 UTC = dt.timezone.utc
 ROLES = ("prefill", "decode", "mixed")
+# what a [[sources]] entry may declare: an engine node's role, or gateway (client-facing: its records name what the
+# client got, and it is joined to the engine's requests by JOIN_KEYS)
+SOURCE_ROLES = ROLES + ("gateway",)
+JOIN_KEYS = ("id", "time")
 # Canonical request fields a generic CSV / JSONL / Parquet source may map its columns onto.
 MAPPABLE_FIELDS = (
     "request_id", "ts", "ts_end", "account_id", "model", "prompt_tokens", "cached_tokens",
@@ -60,6 +64,10 @@ class SourceSpec:
     role: str | None = None
     year: int | None = None
     columns: dict[str, str] = field(default_factory=dict)
+    # how its requests join the engine's (a gateway's: role = "gateway", or a client-facing format): id (its
+    # request_id is the engine's id, or the X-Request-Id vLLM logs as chatcmpl-<id>), time (start times within
+    # the tolerance), or both (the default)
+    join: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,7 +133,7 @@ DEFECT_KEYS = {"package", "ecosystem", "vendor", "repo", "title", "description",
                "fixed_version", "fixed_release_date", "fixed_source", "references", "cwe", "workaround"}
 _ACCOUNT_KEYS = {"id", "label", "reason", "exclude"}
 _EVENT_KEYS = {"ts", "title", "actor", "category", "description", "visibility"}
-_SOURCE_KEYS = {"path", "format", "source_tz", "served_model", "node", "role", "year", "columns"}
+_SOURCE_KEYS = {"path", "format", "source_tz", "served_model", "node", "role", "year", "columns", "join"}
 
 
 def load_spec(path: str | Path) -> IncidentSpec:
@@ -298,8 +306,12 @@ def _source(s: dict, i: int, err) -> SourceSpec:
     prefix = f"sources[{i}]."
     _no_unknown(s, _SOURCE_KEYS, prefix, err)
     role = s.get("role")
-    if role is not None and role not in ROLES:
-        raise err(prefix + "role", f"expected one of {', '.join(ROLES)}")
+    if role is not None and role not in SOURCE_ROLES:
+        raise err(prefix + "role", f"expected one of {', '.join(SOURCE_ROLES)}")
+    join = s.get("join", [])
+    join = [join] if isinstance(join, str) else join
+    if not isinstance(join, list) or not all(k in JOIN_KEYS for k in join):
+        raise err(prefix + "join", f"expected {' or '.join(JOIN_KEYS)}, or a list of them")
     tz = s.get("source_tz")
     if tz is not None:
         try:
@@ -322,5 +334,5 @@ def _source(s: dict, i: int, err) -> SourceSpec:
         raise err(prefix + "format", "expected a format name (see `kvir formats`)")
     return SourceSpec(path=_str(s, "path", prefix, err, True), format=fmt, source_tz=tz,
                       served_model=s.get("served_model"), node=s.get("node"), role=role, year=year,
-                      columns=dict(cols))
+                      columns=dict(cols), join=tuple(dict.fromkeys(join)))
 

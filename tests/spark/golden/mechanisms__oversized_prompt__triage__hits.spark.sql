@@ -112,6 +112,8 @@ SELECT
     CASE
       WHEN (
         CASE
+          WHEN j.prompt_tokens IS NULL AND j.outcome IN ('rejected', 'failed', 'aborted')
+          THEN j.outcome
           WHEN j.prompt_tokens IS NULL
           THEN 'undecidable'
           WHEN NOT j.hit
@@ -175,6 +177,8 @@ SELECT
       THEN 'possibly-affected'
       ELSE (
         CASE
+          WHEN j.prompt_tokens IS NULL AND j.outcome IN ('rejected', 'failed', 'aborted')
+          THEN j.outcome
           WHEN j.prompt_tokens IS NULL
           THEN 'undecidable'
           WHEN NOT j.hit
@@ -261,6 +265,8 @@ SELECT
     ),
     (
       CASE
+        WHEN j.prompt_tokens IS NULL AND j.outcome IN ('rejected', 'failed', 'aborted')
+        THEN NULL
         WHEN j.prompt_tokens IS NULL
         THEN 'prompt length unknown'
         WHEN j.hit AND j.outcome IS NULL

@@ -295,6 +295,8 @@ SELECT
     CASE
       WHEN (
         CASE
+          WHEN d.prompt_tokens IS NULL AND d.outcome IN ('rejected', 'failed', 'aborted')
+          THEN d.outcome
           WHEN d.prompt_tokens IS NULL
           THEN 'undecidable'
           WHEN NOT d.hit
@@ -358,6 +360,8 @@ SELECT
       THEN 'possibly-affected'
       ELSE (
         CASE
+          WHEN d.prompt_tokens IS NULL AND d.outcome IN ('rejected', 'failed', 'aborted')
+          THEN d.outcome
           WHEN d.prompt_tokens IS NULL
           THEN 'undecidable'
           WHEN NOT d.hit
@@ -444,6 +448,8 @@ SELECT
     ),
     (
       CASE
+        WHEN d.prompt_tokens IS NULL AND d.outcome IN ('rejected', 'failed', 'aborted')
+        THEN NULL
         WHEN d.prompt_tokens IS NULL
         THEN 'prompt length unknown'
         WHEN d.hit AND d.outcome IS NULL

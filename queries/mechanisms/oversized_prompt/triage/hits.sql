@@ -18,6 +18,7 @@
 --   rejected     the rule holds and the engine refused it (HTTP 4xx / abort with 400): correct behaviour
 --   failed       the rule holds and the request failed (HTTP 5xx, e.g. a transfer failure)
 --   aborted      the rule holds and the client went away (abort without a status, HTTP 499)
+--                (each of these three also when the prompt length is unknown: nothing was served)
 --   undecidable  a needed field is missing: the prompt length, or the outcome when the rule holds
 --   other-rule   only the other rule holds (reported so the two thresholds can be compared)
 CREATE OR REPLACE TABLE triage_hits AS
