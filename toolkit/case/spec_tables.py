@@ -62,10 +62,10 @@ def _record_spec(case: Case, spec: IncidentSpec) -> None:
         con.execute("INSERT INTO incident VALUES ($k, $v)", {"k": k, "v": v})
     _insert_spec_facts(case, spec)
     if spec.path:
-        case.manifest["incident_spec"] = {"path": str(spec.path), "sha256": sha256_file(spec.path)}
-        # the file it named from this run's folder (a later stage may run from another one); kept apart from
-        # incident_spec, which the reports show (their paths named from the case folder, never absolute)
-        case.manifest["incident_spec_resolved"] = str(spec.path.resolve())
+        # resolved: the file it named from this run's folder (a later stage may run from another one); the
+        # reports show only `path`, named from the case folder (kvir.report.build.case_input_hashes)
+        case.manifest["incident_spec"] = {"path": str(spec.path), "sha256": sha256_file(spec.path),
+                                          "resolved": str(spec.path.resolve())}
 
 
 def store_spec_facts(case: Case, spec: IncidentSpec) -> None:
@@ -114,7 +114,7 @@ def ensure_spec_facts(case: Case, spec: str | Path | IncidentSpec | None = None)
                         "have neither (render into the case itself, or triage again, to store them)")
         return warnings
     recorded = case.manifest.get("incident_spec") or {}
-    path = case.manifest.get("incident_spec_resolved") or recorded.get("path") or _incident_value(case, "spec_path")
+    path = recorded.get("resolved") or recorded.get("path") or _incident_value(case, "spec_path")
     if not path or not Path(path).exists():
         case.run("case/spec_tables")
         warnings.append("no hand events or [disclosure] keys: the case holds none and the incident spec "

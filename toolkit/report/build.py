@@ -247,7 +247,7 @@ def case_input_hashes(case: Case) -> dict[str, Any]:
             out[name] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
     spec = case.manifest.get("incident_spec")
     if spec:
-        out["incident_spec"] = {**spec, "path": names.path(spec.get("path"))}
+        out["incident_spec"] = {k: v for k, v in spec.items() if k != "resolved"} | {"path": names.path(spec.get("path"))}
     out["log_inputs"] = [_shown_input(s, names) for s in case.manifest.get("inputs") or []]
     return out
 
