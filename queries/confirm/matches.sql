@@ -3,72 +3,85 @@
 -- Params: $window_s, $any_instance, $max_df, $w, $k
 --
 -- Targets: triage_hits of category affected / possibly-affected (every mechanism's triage writes them).
--- A text belongs to the case's request of its id (`requests`): its time, tenant (account_id) and nodes.
--- A fingerprint of a target response counts towards a source when
+-- A text belongs to the case's request of its id (`requests`): its time, tenant (account_id) and nodes; a
+-- text whose request names no tenant is never a source (that tenant may be the response's own).
+-- A fingerprint (window) of a target response counts towards a source when
 --   * no prompt of the response's own tenant up to its start holds it (the model echoes what its tenant sent:
 --     the response's own prompt, the system prompt its tenant uses, a document it pasted before);
---   * it is held by at most $max_df + 1 tenants (the response's and $max_df others): boilerplate shared by
---     design (system prompts, templates, a model's stock phrases) is dropped, and the join stays bounded;
---   * the source is a text (prompt or response) of another tenant's request that started before the
---     response, on one of its nodes (or on no known node: instance unknown; --instance any: any node), within
---     $window_s seconds before it (NULL: any time before). Per fingerprint, tenant and node the latest such
---     text is the source (the last writer); texts of one start time are ties, and every tied one is kept.
--- Weight of a fingerprint: 1 / (tenants holding it - 1), so a window another tenant also holds counts half.
--- Score of (response, source request) = the sum of the weights of the response's distinct matched windows.
+--   * at most $max_df tenants hold it in texts other than the targets' responses: boilerplate shared by
+--     design (system prompts, templates, a model's stock answers) is dropped, and the join stays bounded
+--     (a leaked response does not count: content that leaked twice stays its owner's);
+--   * the source is a text of another tenant's request that started before the response, on one of its
+--     nodes (or on no known node: instance unknown; --instance any: any node), within $window_s seconds
+--     before it (NULL: any time before). Per window, tenant, node and part the latest such text is the
+--     source (the last writer); texts of one start time are ties, and every tied one is kept;
+--   * a prompt is preferred: a window some other tenant's prompt holds is that tenant's, and a response
+--     (the previous answer returned for a new prompt) is the source only of windows no prompt explains (so
+--     a leaked response that carried C's text never makes its own tenant a source of C's windows).
+-- Weight of a window: 1 / (tenants holding it outside the targets' responses, at least 1): a window two
+-- other tenants hold counts half for each. Score of (response, source request): the sum of the weights of
+-- the response's distinct windows matched to it.
 CREATE OR REPLACE TABLE confirm_meta AS
 SELECT d.doc_id, d.request_id, d.part, r.ts, r.account_id AS tenant,
        list_distinct(list_filter([r.prefill_node, r.decode_node], lambda n: n IS NOT NULL)) AS nodes,
-       coalesce(r.decode_node, r.prefill_node) AS instance
+       coalesce(r.decode_node, r.prefill_node) AS instance,
+       d.part = 'response' AND d.request_id IN (SELECT request_id FROM triage_hits
+                                                WHERE category IN ('affected', 'possibly-affected')) AS is_target
 FROM confirm_docs AS d JOIN requests AS r ON r.request_id = d.request_id;
 
 CREATE OR REPLACE TEMP TABLE confirm_post AS
-SELECT f.fp, f.pos, f.doc_id, m.request_id, m.part, m.ts, m.tenant, m.nodes
+SELECT f.fp, f.pos, f.doc_id, m.request_id, m.part, m.ts, m.tenant, m.nodes, m.is_target
 FROM confirm_fingerprints AS f JOIN confirm_meta AS m ON m.doc_id = f.doc_id
 WHERE m.tenant IS NOT NULL;
 
 CREATE OR REPLACE TEMP TABLE confirm_fp_tenants AS
-SELECT fp, tenant, min(ts) FILTER (WHERE part = 'prompt') AS first_prompt_ts
+SELECT fp, tenant, min(ts) FILTER (WHERE part = 'prompt') AS first_prompt_ts, bool_or(NOT is_target) AS counted
 FROM confirm_post GROUP BY fp, tenant;
 
 CREATE OR REPLACE TEMP TABLE confirm_df AS
-SELECT fp, count(*) AS df FROM confirm_fp_tenants GROUP BY fp;
+SELECT fp, count(*) FILTER (WHERE counted) AS df, count(*) AS holders FROM confirm_fp_tenants GROUP BY fp;
 
 CREATE OR REPLACE TEMP TABLE confirm_tfp AS
 SELECT p.doc_id AS tdoc, p.request_id AS treq, p.tenant AS ttenant, p.ts AS tts, p.fp, p.pos, d.df,
        CASE WHEN $any_instance OR len(p.nodes) = 0 THEN ['*'] ELSE list_append(p.nodes, '?') END AS tkeys
 FROM confirm_post AS p
-JOIN (SELECT DISTINCT request_id FROM triage_hits WHERE category IN ('affected', 'possibly-affected')) AS t
-  ON t.request_id = p.request_id
 JOIN confirm_df AS d ON d.fp = p.fp
 JOIN confirm_fp_tenants AS own ON own.fp = p.fp AND own.tenant = p.tenant
-WHERE p.part = 'response' AND d.df BETWEEN 2 AND $max_df + 1
+WHERE p.is_target AND d.holders >= 2 AND d.df <= $max_df
   AND (own.first_prompt_ts IS NULL OR own.first_prompt_ts > p.ts);
 
 -- the postings of the fingerprints targets hold, under each node key a source can be found by
 CREATE OR REPLACE TEMP TABLE confirm_spost AS
-SELECT p.fp, p.tenant, k.skey, p.ts, p.doc_id, p.request_id, p.part, p.pos
+SELECT p.fp, p.tenant, p.part, k.skey, p.ts, p.doc_id, p.request_id, p.pos
 FROM confirm_post AS p,
      unnest(list_append(CASE WHEN len(p.nodes) = 0 THEN ['?'] ELSE p.nodes END, '*')) AS k(skey)
 WHERE p.fp IN (SELECT fp FROM confirm_tfp);
 
 CREATE OR REPLACE TEMP TABLE confirm_cand AS
-SELECT t.tdoc, t.treq, t.ttenant, t.tts, t.fp, t.pos, t.df, ft.tenant AS stenant, k.tkey
+SELECT t.tdoc, t.treq, t.ttenant, t.tts, t.fp, t.pos, t.df, ft.tenant AS stenant, k.tkey, part.spart
 FROM confirm_tfp AS t
 JOIN confirm_fp_tenants AS ft ON ft.fp = t.fp AND ft.tenant <> t.ttenant,
-     unnest(t.tkeys) AS k(tkey);
+     unnest(t.tkeys) AS k(tkey), unnest(['prompt', 'response']) AS part(spart);
 
 CREATE OR REPLACE TEMP TABLE confirm_latest AS
 SELECT c.*, s.ts AS sts
 FROM confirm_cand AS c
-ASOF JOIN confirm_spost AS s ON s.fp = c.fp AND s.tenant = c.stenant AND s.skey = c.tkey AND s.ts < c.tts;
+ASOF JOIN confirm_spost AS s
+  ON s.fp = c.fp AND s.tenant = c.stenant AND s.skey = c.tkey AND s.part = c.spart AND s.ts < c.tts;
 
 CREATE OR REPLACE TABLE confirm_matches AS
-SELECT l.tdoc, l.treq, l.ttenant, l.pos, l.df, 1.0 / (l.df - 1) AS weight, l.stenant,
-       s.request_id AS sreq, s.doc_id AS sdoc, s.part AS spart, s.pos AS spos, s.ts AS sts,
-       (l.tkey IN ('*', '?')) AS instance_unknown
-FROM confirm_latest AS l
-JOIN confirm_spost AS s ON s.fp = l.fp AND s.tenant = l.stenant AND s.skey = l.tkey AND s.ts = l.sts
-WHERE $window_s IS NULL OR l.sts >= l.tts - to_microseconds(CAST($window_s * 1e6 AS BIGINT));
+WITH found AS (
+    SELECT l.tdoc, l.treq, l.ttenant, l.pos, l.df, 1.0 / greatest(l.df, 1) AS weight, l.stenant,
+           s.request_id AS sreq, s.doc_id AS sdoc, s.part AS spart, s.pos AS spos, s.ts AS sts,
+           (l.tkey IN ('*', '?')) AS instance_unknown
+    FROM confirm_latest AS l
+    JOIN confirm_spost AS s
+      ON s.fp = l.fp AND s.tenant = l.stenant AND s.skey = l.tkey AND s.part = l.spart AND s.ts = l.sts
+    WHERE $window_s IS NULL OR l.sts >= l.tts - to_microseconds(CAST($window_s * 1e6 AS BIGINT))
+)
+SELECT f.* EXCLUDE (by_prompt)
+FROM (SELECT *, bool_or(spart = 'prompt') OVER (PARTITION BY tdoc, pos) AS by_prompt FROM found) AS f
+WHERE f.spart = 'prompt' OR NOT f.by_prompt;
 
 -- per response text and source request: its matched windows, merged into spans (a gap of more than w
 -- windows starts a new one) for the bytes they cover

@@ -15,7 +15,9 @@ TEXT-SOURCES are files that hold text: OpenAI-style response bodies (openai-resp
 DEBUG (its prompts) and with --enable-log-outputs (chat responses), LiteLLM SpendLogs and Langfuse
 observations where they kept prompts, or any JSON Lines with --format generic-jsonl --map request_id=PATH
 --map prompt=PATH --map response=PATH (dotted paths; * for every element of a list, e.g.
-body.*.choices.0.text for a saved stream). Each text's request is the case's request of that id.
+body.*.choices.0.text for a saved stream; a field given twice tries its paths in order). With --map and
+--format auto, a JSON Lines file kvir does not recognise is read as generic-jsonl. Each text's request is
+the case's request of that id.
 
 No text is kept: every prompt and response becomes salted fingerprints (winnowed 24-byte windows under the
 key in --key, a file apart from the case, readable by its owner only; created when missing; the manifest
@@ -38,7 +40,7 @@ def confirm_command(
     case: Annotated[Path, typer.Option("--case", "-c", help="The case folder (from `kvir triage`).")],
     key: Annotated[Path, typer.Option("--key", help="The key file salting the fingerprints (outside the case; created, mode 600, when missing).")],
     format: Annotated[str, typer.Option("--format", "-f", help="Text format of every source, or auto (sniffed per file).")] = "auto",
-    map_: Annotated[Optional[list[str]], typer.Option("--map", help="FIELD=PATH for generic-jsonl: request_id, prompt, response.")] = None,
+    map_: Annotated[Optional[list[str]], typer.Option("--map", help="FIELD=PATH for generic-jsonl: request_id, prompt, response (repeat a field: paths tried in order).")] = None,
     needle: Annotated[Optional[list[str]], typer.Option("--needle", help="A string to look for in every response (repeatable).")] = None,
     window_s: Annotated[Optional[float], typer.Option("--window-s", help="Sources at most this many seconds before a response (default: any time before: the mechanism's window is not known here yet).")] = None,
     instance: Annotated[str, typer.Option("--instance", help="node: sources on a node the response ran on (or on none named); any: every node.")] = "node",
@@ -53,12 +55,12 @@ def confirm_command(
     from kvir.confirm.run import ConfirmOptions, Thresholds
     from kvir.core.errors import InputError
 
-    maps = {}
+    maps: dict[str, list[str]] = {}
     for m in map_ or []:
         field, sep, path = m.partition("=")
         if not sep or not field.strip() or not path.strip():
             raise InputError(f"--map wants FIELD=PATH, not {m!r}")
-        maps[field.strip()] = path.strip()
+        maps.setdefault(field.strip(), []).append(path.strip())
     thresholds = Thresholds() if threshold is None else replace(Thresholds(), score=threshold)
     result = _confirm(case, sources, ConfirmOptions(
         key=key, format=format, maps=maps, needles=list(needle or []), window_s=window_s, instance=instance,

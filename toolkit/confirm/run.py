@@ -56,7 +56,7 @@ class ConfirmOptions:
     key: Path                                    # the key file (created when missing and create_key)
     create_key: bool = True
     format: str = "auto"
-    maps: dict[str, str] = field(default_factory=dict)      # --map for generic sources
+    maps: dict[str, list[str]] = field(default_factory=dict)   # --map for generic sources: paths per field
     needles: list[str] = field(default_factory=list)        # --needle, in the order given
     # The mechanism's window (the pool's, the cache's, the transfer's lifetime) is not exposed by the mechanism
     # registry yet: None looks at every earlier request (what may have written the KV a response read).
@@ -120,7 +120,8 @@ def _confirm_into(case: Case, paths: list[Path], o: ConfirmOptions, key, created
     for table in ("triage_hits", "requests"):
         if not case.has(table) and table not in _views(case):
             raise KvirError(f"the case has no {table}", path=str(case.home), hint="run `kvir triage` first")
-    srcs = [TextSource(i, p, *choose_format(p, o.format), paths=dict(o.maps)) for i, p in enumerate(paths, 1)]
+    srcs = [TextSource(i, p, *choose_format(p, o.format, mapped=bool(o.maps)), paths=dict(o.maps))
+            for i, p in enumerate(paths, 1)]
     targets = pa.array([r[0] for r in case.con.execute(
         "SELECT DISTINCT request_id FROM triage_hits WHERE category IN ('affected', 'possibly-affected') "
         "AND request_id IS NOT NULL").fetchall()], pa.string())

@@ -58,14 +58,15 @@ class TextSource:
     path: Path
     format: TextFormat
     chosen_by: str
-    paths: dict[str, str] = field(default_factory=dict)     # --map: field -> JSON path (generic formats)
+    paths: dict[str, list[str]] = field(default_factory=dict)   # --map: field -> its paths (generic formats)
     sha256: str = ""
     size_bytes: int = 0
     counts: dict[str, int] = field(default_factory=dict)    # read, with_text, without_text, skipped, quarantined
 
 
-def choose_format(path: Path, given: str | None) -> tuple[TextFormat, str]:
-    """The text format of `path`: the one given, else kvir's sniffing (kvir.ingest.sources.sniff)."""
+def choose_format(path: Path, given: str | None, mapped: bool = False) -> tuple[TextFormat, str]:
+    """The text format of `path`: the one given, else kvir's sniffing (kvir.ingest.sources.sniff); with a
+    --map, a file sniffed as generic JSON Lines or as nothing known is read with the map."""
     from kvir.ingest.sources import sniff
 
     if given and given != "auto":
@@ -73,10 +74,18 @@ def choose_format(path: Path, given: str | None) -> tuple[TextFormat, str]:
             raise InputError(f"--format {given!r} holds no text kvir confirm reads (it reads: "
                              f"{', '.join(TEXT_FORMATS)})", path=str(path))
         return TEXT_FORMATS[given], f"given: --format {given}"
-    fmt, why = sniff(path)
-    if fmt.name not in TEXT_FORMATS:
+    try:
+        fmt, why = sniff(path)
+    except InputError:
+        if not mapped:
+            raise
+        return TEXT_FORMATS["generic-jsonl"], "no known format sniffed: read with --map"
+    if mapped and fmt.name == "generic-jsonl":
+        return TEXT_FORMATS["generic-jsonl"], f"{why}: read with --map"
+    if fmt.name not in TEXT_FORMATS or TEXT_FORMATS[fmt.name].mapped:
         raise InputError(f"sniffed as {fmt.name}, which holds no prompt or response text kvir confirm reads "
-                         f"(it reads: {', '.join(TEXT_FORMATS)})", path=str(path), hint="give --format")
+                         f"(it reads: {', '.join(TEXT_FORMATS)})", path=str(path),
+                         hint="give --format, or --map for JSON Lines")
     return TEXT_FORMATS[fmt.name], why
 
 
@@ -100,15 +109,26 @@ def json_path(key: str) -> str:
 MAP_FIELDS = ("request_id", "prompt", "response")
 
 
+MAX_PATHS = 4             # alternatives per --map field (queries/confirm/text/generic.sql binds each apart)
+
+
 def map_params(src: TextSource) -> dict[str, str]:
-    """The bound JSON paths of a mapped source (request_id and one of prompt / response required)."""
+    """The bound JSON paths of a mapped source, each field's alternatives in the order given (the first that
+    holds a value wins: a body's path, then a stream's); request_id and prompt and/or response required."""
     unknown = set(src.paths) - set(MAP_FIELDS)
     if unknown:
         raise InputError(f"--map knows {', '.join(MAP_FIELDS)}, not {', '.join(sorted(unknown))}", path=str(src.path))
     if "request_id" not in src.paths or not ({"prompt", "response"} & src.paths.keys()):
         raise InputError("a generic source needs --map request_id=PATH and prompt=PATH and/or response=PATH",
                          path=str(src.path))
-    return {f"p_{f}": json_path(src.paths[f]) if f in src.paths else "$.__kvir_not_mapped__" for f in MAP_FIELDS}
+    out = {}
+    for f in MAP_FIELDS:
+        paths = src.paths.get(f, [])
+        if len(paths) > MAX_PATHS:
+            raise InputError(f"--map {f} takes at most {MAX_PATHS} paths, not {len(paths)}", path=str(src.path))
+        for i in range(MAX_PATHS):
+            out[f"p_{f}_{i + 1}"] = json_path(paths[i]) if i < len(paths) else "$.__kvir_not_mapped__"
+    return out
 
 
 class Extractor:
