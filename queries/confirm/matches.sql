@@ -9,17 +9,17 @@
 --   * no prompt of the response's own tenant up to its start holds it (the model echoes what its tenant sent:
 --     the response's own prompt, the system prompt its tenant uses, a document it pasted before);
 --   * at most $max_df tenants hold it in texts other than the targets' responses: boilerplate shared by
---     design (system prompts, templates, a model's stock answers) is dropped, and the join stays bounded
---     (a leaked response does not count: content that leaked twice stays its owner's);
+--     design (system prompts, templates, a model's stock answers) is dropped, and the join stays bounded;
 --   * the source is a text of another tenant's request that started before the response, on one of its
 --     nodes (or on no known node: instance unknown; --instance any: any node), within $window_s seconds
 --     before it (NULL: any time before). Per window, tenant, node and part the latest such text is the
 --     source (the last writer); texts of one start time are ties, and every tied one is kept;
+--     A target's response is never a source (what an affected response holds may be anyone's: two that
+--     decoded the same stale page share it, and neither owns it), nor does it count as a holder;
 --   * a prompt is preferred: a window some other tenant's prompt holds is that tenant's, and a response
---     (the previous answer returned for a new prompt) is the source only of windows no prompt explains (so
---     a leaked response that carried C's text never makes its own tenant a source of C's windows).
--- Weight of a window: 1 / (tenants holding it outside the targets' responses, at least 1): a window two
--- other tenants hold counts half for each. Score of (response, source request): the sum of the weights of
+--     (the previous answer returned for a new prompt) is the source only of windows no prompt explains.
+-- Weight of a window: 1 / (tenants holding it outside the targets' responses): a window two other tenants
+-- hold counts half for each. Score of (response, source request): the sum of the weights of
 -- the response's distinct windows matched to it.
 CREATE OR REPLACE TABLE confirm_meta AS
 SELECT d.doc_id, d.request_id, d.part, r.ts, r.account_id AS tenant,
@@ -34,20 +34,22 @@ SELECT f.fp, f.pos, f.doc_id, m.request_id, m.part, m.ts, m.tenant, m.nodes, m.i
 FROM confirm_fingerprints AS f JOIN confirm_meta AS m ON m.doc_id = f.doc_id
 WHERE m.tenant IS NOT NULL;
 
+-- who holds each window outside the targets' responses: an affected response is never a source (what it
+-- holds may be anyone's: two responses that decoded the same stale page share it, and neither owns it)
 CREATE OR REPLACE TEMP TABLE confirm_fp_tenants AS
-SELECT fp, tenant, min(ts) FILTER (WHERE part = 'prompt') AS first_prompt_ts, bool_or(NOT is_target) AS counted
-FROM confirm_post GROUP BY fp, tenant;
+SELECT fp, tenant, min(ts) FILTER (WHERE part = 'prompt') AS first_prompt_ts
+FROM confirm_post WHERE NOT is_target GROUP BY fp, tenant;
 
 CREATE OR REPLACE TEMP TABLE confirm_df AS
-SELECT fp, count(*) FILTER (WHERE counted) AS df, count(*) AS holders FROM confirm_fp_tenants GROUP BY fp;
+SELECT fp, count(*) AS df FROM confirm_fp_tenants GROUP BY fp;
 
 CREATE OR REPLACE TEMP TABLE confirm_tfp AS
 SELECT p.doc_id AS tdoc, p.request_id AS treq, p.tenant AS ttenant, p.ts AS tts, p.fp, p.pos, d.df,
        CASE WHEN $any_instance OR len(p.nodes) = 0 THEN ['*'] ELSE list_append(p.nodes, '?') END AS tkeys
 FROM confirm_post AS p
 JOIN confirm_df AS d ON d.fp = p.fp
-JOIN confirm_fp_tenants AS own ON own.fp = p.fp AND own.tenant = p.tenant
-WHERE p.is_target AND d.holders >= 2 AND d.df <= $max_df
+LEFT JOIN confirm_fp_tenants AS own ON own.fp = p.fp AND own.tenant = p.tenant
+WHERE p.is_target AND d.df <= $max_df
   AND (own.first_prompt_ts IS NULL OR own.first_prompt_ts > p.ts);
 
 -- the postings of the fingerprints targets hold, under each node key a source can be found by
@@ -55,7 +57,7 @@ CREATE OR REPLACE TEMP TABLE confirm_spost AS
 SELECT p.fp, p.tenant, p.part, k.skey, p.ts, p.doc_id, p.request_id, p.pos
 FROM confirm_post AS p,
      unnest(list_append(CASE WHEN len(p.nodes) = 0 THEN ['?'] ELSE p.nodes END, '*')) AS k(skey)
-WHERE p.fp IN (SELECT fp FROM confirm_tfp);
+WHERE NOT p.is_target AND p.fp IN (SELECT fp FROM confirm_tfp);
 
 CREATE OR REPLACE TEMP TABLE confirm_cand AS
 SELECT t.tdoc, t.treq, t.ttenant, t.tts, t.fp, t.pos, t.df, ft.tenant AS stenant, k.tkey, part.spart

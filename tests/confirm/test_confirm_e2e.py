@@ -133,3 +133,37 @@ def test_unreadable_records_are_counted_and_a_rerun_replaces_the_tables(tmp_path
     again = confirm(tmp_path / "case", [tmp_path / "logs.jsonl"],
                     ConfirmOptions(key=tmp_path / "confirm.key", maps=MAPS))
     assert verdicts(again) == first and len(again.case.df("confirm_docs")) == len(r.case.df("confirm_docs"))
+
+
+def test_the_probes_canaries_are_found_in_every_response_fingerprints_or_not(tmp_path):
+    """A probe run recorded in the case (kvir probe --case) planted a canary as tenant A; the gateway logged
+    the plant's prompt. A 20-character fragment in B's affected response is too short for a fingerprint
+    (39 bytes are sure) but is found as the probe would find it; the plant's own response is left out."""
+    from kvir.case.probe_tables import record_probe
+    from kvir.case.store import Case
+    from kvir.confirm.run import ConfirmOptions, confirm
+    from tests.confirm.helpers import MAPS, triaged
+
+    canary = "mfrggzdfmztwq2lknnwg23tpobyxe43u"           # 32 characters of the probe's base32 alphabet
+    plant = " ".join([canary] * 4)
+    reqs = [Req("plant-1", 0, "A", plant, canary[:20]), Req("a1", 1, "A", DOC_A, "ok"),
+            Req("b1", 10, "B", LONG_B, "words " + canary[7:27] + " more words", over_pool=True),
+            Req("b2", 11, "B", LONG_B, "words " + canary[7:27].upper().replace("Q", "q ") + " more", over_pool=True),
+            Req("c1", 12, "C", LONG_B, "nothing of it " + words(40, 20), over_pool=True)]
+    case_dir, log = triaged(tmp_path, reqs)
+    case = Case.open(case_dir, staged=True)
+    record_probe(case, {"run_id": "r1", "started_at": "2026-08-28T09:59:00Z", "ended_at": "2026-08-28T10:01:00Z",
+                        "endpoint": "https://gw.example/v1", "model": "m", "verdict": "exposed", "reason": "x"},
+                 [{"seq": 1, "check": "canary", "purpose": "plant", "label": "round 1 canary 1", "tenant": "tenant A",
+                   "request_id": "kvir-probe-r1-1", "response_id": "plant-1"}], [])
+    case.save_manifest()
+    case.commit()
+    case.close()
+    r = confirm(case_dir, [log], ConfirmOptions(key=tmp_path / "k", maps=MAPS))
+    n = r.case.df("confirm_needle_results")
+    assert list(n["kind"]) == ["probe canary"] and list(n["planted_by"]) == ["tenant A"]
+    assert list(n["request_ids"].iloc[0]) == ["b1", "b2"] and list(n["tenants"].iloc[0]) == ["B"]
+    hits = r.case.df("confirm_needle_export").set_index("request_id")
+    assert hits.loc["b1", "chars"] == 20 and not hits.loc["b1", "normalised"]
+    assert hits.loc["b2", "normalised"]                  # found only with case folded and spaces removed
+    assert verdicts(r)["b1"] == "not confirmed"          # too short for the fingerprints, found by the needle

@@ -138,7 +138,7 @@ class Extractor:
         self.con, self.src = con, src
         self.sql = load(src.format.query).compile({"input": "confirm_batch"})
         self.params = map_params(src) if src.format.mapped else {}
-        self.open = pa.table({c: pa.array([], t) for c, t in _PIECE_TYPES})
+        self.open = _PIECE_SCHEMA.empty_table()
         for k in ("read", "with_text", "without_text", "skipped", "quarantined"):
             src.counts.setdefault(k, 0)
         self.quarantine: list[pa.Table] = []
@@ -185,12 +185,13 @@ class Extractor:
         done = grouped.column("done")
         if final:
             done = pa.array([True] * grouped.num_rows, pa.bool_())
-        self.open = grouped.filter(pc.invert(done)).select(list(PIECES))
+        self.open = grouped.filter(pc.invert(done)).select(list(PIECES)).cast(_PIECE_SCHEMA)
         return grouped.filter(done).select(list(PIECES[:-1]))
 
 
 _PIECE_TYPES = (("source_id", pa.int32()), ("line_no", pa.int64()), ("request_id", pa.string()),
                 ("part", pa.string()), ("choice", pa.int32()), ("text", pa.large_string()), ("done", pa.bool_()))
+_PIECE_SCHEMA = pa.schema(_PIECE_TYPES)
 
 # A text with no choice index (vLLM logs one line per choice under one id) is its own line's.
 _ASSEMBLE = """
