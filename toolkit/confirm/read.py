@@ -92,6 +92,11 @@ class Confirmation:
     def count(self, verdict: str) -> int:
         return sum(1 for r in self.responses.values() if r.verdict == verdict)
 
+    def counts(self) -> dict[str, int]:
+        """Responses per verdict, every verdict named (0 where none): the split a post-mortem and a GDPR
+        draft state."""
+        return {v: self.count(v) for v in VERDICTS}
+
 
 def read_confirmation(case: Case) -> Confirmation | None:
     if not case.has("confirmations"):

@@ -118,7 +118,7 @@ def confirm(case_path: str | Path, sources: list[str | Path], options: ConfirmOp
 def _confirm_into(case: Case, paths: list[Path], o: ConfirmOptions, key, created: bool) -> ConfirmResult:
     t0 = time.perf_counter()
     for table in ("triage_hits", "requests"):
-        if not case.has(table) and table not in _views(case):
+        if not case.has(table):       # a table or a view (information_schema lists both)
             raise KvirError(f"the case has no {table}", path=str(case.home), hint="run `kvir triage` first")
     srcs = [TextSource(i, p, *choose_format(p, o.format, mapped=bool(o.maps)), paths=dict(o.maps))
             for i, p in enumerate(paths, 1)]
@@ -154,10 +154,6 @@ def _confirm_into(case: Case, paths: list[Path], o: ConfirmOptions, key, created
     case.manifest.setdefault("outputs", {}).update({k: v.name for k, v in outputs.items()})
     case.save_manifest()
     return ConfirmResult(case, summary, outputs, created)
-
-
-def _views(case: Case) -> set[str]:
-    return {r[0] for r in case.con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
 
 
 def _text_connection(spill: Path, memory_limit: str | None) -> duckdb.DuckDBPyConnection:

@@ -14,10 +14,10 @@ def print_confirm(result) -> None:
     c = read_confirmation(result.case)
     if c is None:
         return
-    stderr.print(table(f"kvir confirm: {s['responses']} affected response(s), {s['texts']:,} text(s) read, "
-                       f"window: {s['window']}",
+    stderr.print(table(f"kvir confirm: {s['responses']} affected response(s), {s['texts']:,} text(s) read",
                        ("verdict", ("responses", "right")),
                        [[v, c.count(v)] for v in VERDICTS]))
+    say(f"sources: {s['window']}; instance: {s['instance']}")
     rows = []
     for r in c.responses.values():
         best = r.sources[0] if r.sources else None
