@@ -47,8 +47,11 @@ def quality(work: Path, sh=None) -> dict:
     t.case.close()
     from kvir.confirm.fingerprint import Shingling
 
+    key = work / "key"           # fixed, so that a rerun keeps the same windows (another key moves borderline cases)
+    key.write_text("kvir-confirm-key-v1 " + "6b" * 32 + "\n")
+    key.chmod(0o600)
     r = confirm(work / "case", [work / "incident" / "logs.jsonl"],
-                ConfirmOptions(key=work / "key", maps=MAPS, shingling=sh or Shingling()))
+                ConfirmOptions(key=key, maps=MAPS, shingling=sh or Shingling()))
     tenant_of = dict(zip(r.case.df("requests")["request_id"], r.case.df("requests")["account_id"]))
     c = r.confirmations.set_index("request_id")
     s = r.sources

@@ -14,8 +14,7 @@ WHERE h.category IN ('affected', 'possibly-affected');
 CREATE OR REPLACE TEMP TABLE confirm_events AS
 SELECT k.ikey, r.ts, r.account_id AS tenant,
        r.account_id IS NOT NULL AND r.request_id IN (SELECT request_id FROM confirm_meta) AS has_text
-FROM requests AS r, unnest([coalesce(r.decode_node, r.prefill_node, '?'), '*']) AS k(ikey)
-WHERE r.ts <= (SELECT max(ts) FROM confirm_targets);
+FROM requests AS r, unnest([coalesce(r.decode_node, r.prefill_node, '?'), '*']) AS k(ikey);
 
 CREATE OR REPLACE TEMP TABLE confirm_run_all AS
 SELECT ikey, ts, count(*) OVER w AS n, sum(has_text::INTEGER) OVER w AS n_text

@@ -60,10 +60,11 @@ FROM confirm_post AS p,
 WHERE NOT p.is_target AND p.fp IN (SELECT fp FROM confirm_tfp);
 
 CREATE OR REPLACE TEMP TABLE confirm_cand AS
-SELECT t.tdoc, t.treq, t.ttenant, t.tts, t.fp, t.pos, t.df, ft.tenant AS stenant, k.tkey, part.spart
+SELECT t.tdoc, t.treq, t.ttenant, t.tts, t.fp, t.pos, t.df, ft.tenant AS stenant, k.key.tkey, k.key.spart
 FROM confirm_tfp AS t
 JOIN confirm_fp_tenants AS ft ON ft.fp = t.fp AND ft.tenant <> t.ttenant,
-     unnest(t.tkeys) AS k(tkey), unnest(['prompt', 'response']) AS part(spart);
+     unnest(list_concat(list_transform(t.tkeys, lambda x: {'tkey': x, 'spart': 'prompt'}),
+                        list_transform(t.tkeys, lambda x: {'tkey': x, 'spart': 'response'}))) AS k(key);
 
 CREATE OR REPLACE TEMP TABLE confirm_latest AS
 SELECT c.*, s.ts AS sts

@@ -44,6 +44,8 @@ def test_python_reprs_decode_to_the_strings_python_printed(con):
     strings = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(300)]
     got = con.execute("SELECT list_transform($r, lambda s: confirm_pyrepr(s))", {"r": [repr(s) for s in strings]}).fetchall()[0][0]
     assert got == strings
+    # a lone surrogate (a str Python holds, UTF-8 cannot) is U+FFFD, as in kvir's line reader
+    assert con.execute("SELECT confirm_pyrepr($r)", {"r": repr("a\ud800b\U0010ffff")}).fetchall() == [("a\ufffdb\U0010ffff",)]
     assert con.execute("SELECT confirm_pyrepr('None'), confirm_pyrepr('x'), confirm_pyrepr('''a\"')").fetchall() == [(None, None, None)]
 
 

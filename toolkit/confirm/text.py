@@ -148,6 +148,10 @@ class Extractor:
         self.con.register("confirm_batch", batch)
         try:
             rows = self.con.sql(self.sql, params=self.params or None).to_arrow_table()
+        except duckdb.Error as e:
+            lines = pc.min_max(batch.column("line_no")).as_py()
+            raise InputError(f"its text could not be read in lines {lines['min']}-{lines['max']} ({type(e).__name__}; "
+                             "DuckDB's message is withheld: it may quote the text)", path=str(self.src.path)) from None
         finally:
             self.con.unregister("confirm_batch")
         self._count(rows)

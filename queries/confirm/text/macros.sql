@@ -6,9 +6,13 @@
 --   confirm_prompts(j)    the prompts a request's prompt / messages / input value holds: a string (one), a list
 --                         of strings (several prompts), chat messages (one prompt: their contents, one per
 --                         line); token ids hold no text
+-- a code point UTF-8 cannot hold (a lone surrogate, beyond U+10FFFF) becomes U+FFFD, as kvir's line reader
+-- does with bytes that are no UTF-8
+CREATE OR REPLACE TEMP MACRO confirm_code_point(n) AS CASE
+    WHEN n BETWEEN 55296 AND 57343 OR n > 1114111 THEN chr(65533) ELSE chr(n) END;
 CREATE OR REPLACE TEMP MACRO confirm_escape_char(e) AS CASE
     WHEN e IS NULL THEN '' WHEN e = 'n' THEN chr(10) WHEN e = 't' THEN chr(9) WHEN e = 'r' THEN chr(13)
-    WHEN e IN ('''', '"') THEN e ELSE chr(('0x' || substr(e, 2))::INTEGER) END;
+    WHEN e IN ('''', '"') THEN e ELSE confirm_code_point(('0x' || substr(e, 2))::INTEGER) END;
 -- a piece of a repr between two escaped backslashes: the text between escapes, each followed by its character
 CREATE OR REPLACE TEMP MACRO confirm_unescape(piece) AS array_to_string(list_transform(
     list_zip(regexp_split_to_array(piece, '\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[ntr''"])'),
