@@ -9,7 +9,7 @@
 --   confirm_fingerprints the winnowed fingerprints of each text: byte offset in the normalised text and the
 --                        salted 64-bit value (kvir.confirm.fingerprint); never a text or an unsalted hash
 --   confirm_needles      each needle looked for: --needle N (in the order given) or a probe canary (its plant
---                        request and tenant); never the needle itself
+--                        request and tenant), its length and the fragment length looked for; never the needle
 --   confirm_needle_hits  each response holding a needle: the longest fragment found (characters, offset)
 CREATE OR REPLACE TABLE confirm_sources (
     source_id INTEGER PRIMARY KEY, path VARCHAR, format VARCHAR, chosen_by VARCHAR, size_bytes BIGINT,

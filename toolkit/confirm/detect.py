@@ -60,6 +60,11 @@ class Needle:
     needle_id: int
     text: str                # held in memory for the scan only: never written anywhere
 
+    @property
+    def window(self) -> int:
+        """Bytes per window looked for (the needle itself when shorter than NEEDLE_WINDOW)."""
+        return min(NEEDLE_WINDOW, len(self.text.encode()))
+
 
 @dataclass
 class NeedleHits:

@@ -128,8 +128,8 @@ def _confirm_into(case: Case, paths: list[Path], o: ConfirmOptions, key, created
     case.run("confirm/tables")
     needles = [Needle(i, t) for i, t in enumerate(o.needles, 1)]
     for n in needles:
-        case.con.execute("INSERT INTO confirm_needles VALUES ($i, 'needle', $l, $c, NULL, NULL, NULL)",
-                         {"i": n.needle_id, "l": f"--needle {n.needle_id}", "c": len(n.text)})
+        case.con.execute("INSERT INTO confirm_needles VALUES ($i, 'needle', $l, $c, $w, NULL, NULL)",
+                         {"i": n.needle_id, "l": f"--needle {n.needle_id}", "c": len(n.text), "w": n.window})
     spill = Path(tempfile.mkdtemp(prefix="kvir-confirm-"))
     con = _text_connection(spill, o.memory_limit)
     try:
@@ -198,7 +198,7 @@ def _second_look(case: Case, scan: Scan, srcs: list[TextSource], first_id: int) 
     if not needles:
         return 0
     for r in rows:
-        case.con.execute("INSERT INTO confirm_needles VALUES ($needle_id, $kind, $label, $chars, NULL, $planted_by, "
+        case.con.execute("INSERT INTO confirm_needles VALUES ($needle_id, $kind, $label, $chars, $window, $planted_by, "
                          "$planted_request_ids)", r)
     docs, scan.next_doc = scan.next_doc, 0
     index = NeedleIndex(needles, scan.key.base)

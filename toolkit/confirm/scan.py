@@ -158,5 +158,6 @@ def canary_needles(plants: Plants, start: int) -> tuple[list[Needle], list[dict]
     for i, (rid, text) in enumerate(sorted(plants.found.items()), start):
         needles.append(Needle(i, text))
         rows.append({"needle_id": i, "kind": "probe canary", "label": f"probe canary planted by request {rid}",
-                     "chars": len(text), "planted_by": plants.tenant_of[rid], "planted_request_ids": [rid]})
+                     "chars": len(text), "window": needles[-1].window, "planted_by": plants.tenant_of[rid],
+                     "planted_request_ids": [rid]})
     return needles, rows
