@@ -4,6 +4,7 @@ The Python API mirrors the CLI (each command is a thin wrapper over one of these
 
     kvir.triage(incident, paths, out=...)   -> TriageResult (tables as pandas / Arrow, the case path)
     kvir.ingest_shard(paths, out, shard=...) -> one shard of a canonical dataset (triage it, also on Spark)
+    kvir.confirm(case, sources, options)     -> ConfirmResult (whose text an affected response carried)
     kvir.open_case(path)                     -> Case (reopen an investigation)
     kvir.simulate(out, requests=..., seed=...) -> the synthetic reference fleet
     kvir.probe(endpoint, model, ...)         -> ProbeResult (is a live deployment exposed?)
@@ -24,6 +25,8 @@ _LAZY = {
     "triage": ("kvir.triage", None),   # the package itself: it is callable (kvir/triage/__init__.py)
     "TriageResult": ("kvir.triage.run", "TriageResult"),
     "probe": ("kvir.probe", None),     # callable too (kvir/probe/__init__.py)
+    "confirm": ("kvir.confirm", None),  # callable too (kvir/confirm/__init__.py)
+    "ConfirmOptions": ("kvir.confirm.run", "ConfirmOptions"),
     "ProbeResult": ("kvir.probe.result", "ProbeResult"),
     "open_case": ("kvir.case.store", "open_case"),
     "Case": ("kvir.case.store", "Case"),
