@@ -81,7 +81,7 @@ def _image(m: dict) -> str | None:
     return None
 
 
-def _launch(m: dict, name: str, path: str) -> Launch | None:
+def _launch(m: dict, name: str, path: str, inherited: tuple[str, int] | None = None) -> Launch | None:
     argv: list[str] = []
     first = 0
     for key in COMMAND_KEYS:
@@ -92,10 +92,10 @@ def _launch(m: dict, name: str, path: str) -> Launch | None:
     if not argv or not _looks_like_launch(argv):
         return None
     launch = Launch(name, Origin(path, first), argv, _env(m, path))
-    img = _image(m)
+    img, img_line = (_image(m), _line(m, "image")) if _image(m) else (inherited or (None, 0))
     launch.infer_engine(img)
     if img and launch.engine and (t := _TAG.search(img.rsplit("/", 1)[-1])):
-        launch.versions.append((launch.engine, t.group(1), Origin(path, _line(m, "image"))))
+        launch.versions.append((launch.engine, t.group(1), Origin(path, img_line)))
     if launch.engine and not ENGINE_MARKERS[launch.engine].search(" ".join(argv)):
         from kvir.preflight.sources import LAUNCHERS
 
@@ -103,28 +103,33 @@ def _launch(m: dict, name: str, path: str) -> Launch | None:
     return launch
 
 
-def _walk(node: Any, owner: str, path: str) -> Iterator[Launch]:
+def _walk(node: Any, owner: str, path: str, image: tuple[str, int] | None = None) -> Iterator[Launch]:
+    """Every launch under `node`; `image`: the nearest enclosing mapping's image (Helm values keep the image
+    beside, not inside, the server's arguments)."""
     if isinstance(node, dict):
+        if _image(node):
+            image = (_image(node), _line(node, "image"))
         meta = node.get("metadata")
         if isinstance(meta, dict) and isinstance(meta.get("name"), str):
             owner = meta["name"]
         if isinstance(node.get("services"), dict):                     # docker compose
             for svc, body in node["services"].items():
                 if isinstance(body, dict):
-                    yield from _walk(body, str(svc), path)
+                    yield from _walk(body, str(svc), path, image)
             return
         own = node.get("name") if isinstance(node.get("name"), str) else None
-        launch = _launch(node, _SAFE.sub("-", own if own and own != owner and owner else (owner or own or "node")), path)
+        launch = _launch(node, _SAFE.sub("-", own if own and own != owner and owner else (owner or own or "node")), path,
+                         image)
         if launch is not None:
             if own and owner and own != owner:
                 launch.name = _SAFE.sub("-", f"{owner}-{own}")
             yield launch
             return
         for k, v in node.items():
-            yield from _walk(v, owner, path)
+            yield from _walk(v, owner, path, image)
     elif isinstance(node, list):
         for v in node:
-            yield from _walk(v, owner, path)
+            yield from _walk(v, owner, path, image)
 
 
 def from_yaml(path: Path) -> list[Launch]:

@@ -92,10 +92,30 @@ def write_excerpt(launch: Launch, reqs: list[Requirements], folder: Path) -> tup
     for k, v, origin in launch.env:
         if re.fullmatch(r"[A-Z_][A-Z0-9_]*", k):
             lines.append((f"{k}={v}", origin))
-    lines.append((" ".join(_quote(t) for t in launch.argv), launch.origin))
+    argv = launch.argv + _defaults(launch)
+    lines.append((" ".join(_quote(t) for t in argv), launch.origin))
     path = folder / f"{launch.name}.log"
     path.write_text("\n".join(t.replace("\n", " ") for t, _ in lines) + "\n", encoding="utf-8")
     return path, [o for _, o in lines]
+
+
+def _defaults(launch: Launch) -> list[str]:
+    """A launch command is the engine's whole configuration: the SGLang settings the audit reads that it leaves
+    out are its build's defaults (kvir.rules.builds, read from the wheels), added only where the build is known
+    and has the field."""
+    from kvir.rules.builds import TABLE, version_key
+
+    version = next((v for p, v, _ in launch.versions if p.removesuffix("-cpu") == launch.engine), None)
+    if launch.engine != "sglang" or version is None or version_key(version) is None:
+        return []
+    given = {t.split("=")[0].lstrip("-").replace("-", "_") for t in launch.argv if t.startswith("--")}
+    out: list[str] = []
+    for name in ("kv_canary", "disaggregation_enable_kv_checksum", "disaggregation_mode"):
+        f = TABLE.fields[name]
+        if name in given or version_key(version) < version_key(f.first):
+            continue
+        out += [f"--{name.replace('_', '-')}", str(f.values["default"]).lower()]
+    return out
 
 
 def _quote(token: str) -> str:
