@@ -30,15 +30,11 @@ def _current(configs) -> list[dict[str, Any]]:
     return sorted(cur, key=lambda r: str(r["node"]))
 
 
-def _publisher(spec) -> tuple[dict[str, str], str, str, str, str]:
-    """({name, namespace}, namespace, TLP label, CSAF tracking status, CSAF base URL) from [disclosure]
-    (placeholders without)."""
+def _disclosure(spec):
+    """[disclosure] (publisher, namespace, TLP, CSAF status, base URL, CVSS); placeholders without it."""
     from kvir.report.disclosure import parse_disclosure
 
-    d = parse_disclosure(spec.disclosure if spec is not None else {}, spec.id if spec is not None else "")
-    placeholder = not (d.provider and d.provider_namespace)
-    return ({"name": d.provider_name, "namespace": d.namespace}, d.namespace, d.tlp,
-            "draft" if placeholder else d.csaf_status, d.csaf_base_url)
+    return parse_disclosure(spec.disclosure if spec is not None else {}, spec.id if spec is not None else "")
 
 
 def vex_documents(configs, spec=None, now: dt.datetime | None = None) -> list[tuple[Statement, KnownDefect, dict, dict]]:
@@ -46,14 +42,13 @@ def vex_documents(configs, spec=None, now: dt.datetime | None = None) -> list[tu
 
     now = now or dt.datetime.now(dt.timezone.utc)
     starts = _current(configs)
-    publisher, namespace, tlp, status, base_url = _publisher(spec)
+    d = _disclosure(spec)
     out = []
     for known in known_defects(starts, spec):
         part = audit_part(known.mechanism)
         for start in starts:
             st = statement(start, known.defect, part.configuration(start))
-            out.append((st, known, csaf_vex(st, known, publisher, now, tlp, status, base_url),
-                        openvex(st, known, publisher["name"], namespace, now)))
+            out.append((st, known, csaf_vex(st, known, d, now), openvex(st, known, d.provider_name, d.namespace, now)))
     return out
 
 

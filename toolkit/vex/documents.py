@@ -55,9 +55,13 @@ def _product_tree(st, known) -> tuple[dict[str, Any], str]:
     return {"branches": [vendor], "full_product_names": [deployment], "relationships": [rel]}, rel_id
 
 
-def csaf_vex(st, known, publisher: dict[str, str], now: dt.datetime, tlp: str = "AMBER",
-             status: str = "final", base_url: str = "") -> dict[str, Any]:
+def csaf_vex(st, known, disclosure, now: dt.datetime) -> dict[str, Any]:
+    """`disclosure`: the incident's [disclosure] (kvir.report.disclosure.Disclosure): publisher, TLP, status (draft
+    while the publisher is a placeholder), base URL (the document's self reference), CVSS v3 (its score)."""
     d = known.defect
+    placeholder = not (disclosure.provider and disclosure.provider_namespace)
+    publisher = {"name": disclosure.provider_name, "namespace": disclosure.namespace}
+    tlp, status, base_url = disclosure.tlp, "draft" if placeholder else disclosure.csaf_status, disclosure.csaf_base_url
     tree, pid = _product_tree(st, known)
     vuln: dict[str, Any] = {
         "ids": [{"system_name": "kvir defect", "text": known.label}],
@@ -72,6 +76,8 @@ def csaf_vex(st, known, publisher: dict[str, str], now: dt.datetime, tlp: str = 
         vuln["references"] = [{"category": "external", "summary": "reference", "url": u} for u in d.references]
     if st.status == AFFECTED:
         vuln["remediations"] = [{"category": "vendor_fix", "details": st.action, "product_ids": [pid]}]
+        if disclosure.cvss is not None:
+            vuln["scores"] = [{"products": [pid], "cvss_v3": disclosure.cvss.as_json()}]
     if st.status == NOT_AFFECTED:
         vuln["flags"] = [{"label": st.justification, "product_ids": [pid]}]
         vuln["threats"] = [{"category": "impact", "details": st.because, "product_ids": [pid]}]
