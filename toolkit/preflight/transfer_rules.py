@@ -112,7 +112,8 @@ SIGNALS = Signals(
                   "are freed, and without deferred release a late write can land on pages already reused"),
         LogSignal("sglang-prefill-transfer-failed", "SGLang prefill KV transfer failed", "sglang", "medium",
                   ("Prefill transfer failed for request",),
-                  f"sglang/srt/disaggregation/prefill.py SchedulerDisaggregationPrefillMixin (0.5.13+; {_PD})",
+                  "sglang/srt/disaggregation/prefill.py SchedulerDisaggregationPrefillMixin."
+                  f"handle_inflight_transfer_failure (error from 0.5.16; 0.5.13-0.5.15 log it at debug; {_PD})",
                   "prefill stopped sending a request's KV (decode aborted it, or the transfer failed)"),
         LogSignal("sglang-deferred-release-timed-out", "SGLang released KV before prefill acknowledged the drain",
                   "sglang", "high", ("Deferred KV release for room", "releasing anyway"),

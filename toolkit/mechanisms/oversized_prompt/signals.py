@@ -14,6 +14,7 @@ REJECTED = LogSignal(
     "from 0.5.11; logged on TP rank 0 with `, self.rid='R'`)",
     "a prompt of max_req_input_len tokens or more: on a PD prefill node of a build up to 0.5.19 it becomes a "
     "1-token stub whose decode reads KV pages nobody wrote; later builds answer HTTP 400",
+    exclude=("Finish: obj=", '"event": "request.'),    # a rejected request's finish line quotes the same text
     fields=("rid",))
 SERVED = LogSignal(
     "sglang-request-served", "SGLang request log shows a request finished without an abort", "sglang", "informational",
