@@ -128,3 +128,9 @@ def test_junit_one_case_per_rule_and_node(outputs):
     fails = sum(len(s.findall("testcase/failure")) for s in suites.values())
     # cases failing at --fail-on high: prefill KVA001, KVA004; decode KVA004; chat KVA015; cache KVA016
     assert int(root.get("failures")) == fails == 5
+
+
+def test_vex_beside_the_gate(tmp_path):
+    res = _run([str(DEPLOY / "k8s-sglang-pd.yaml"), "--vex", str(tmp_path / "vex"), "-q"])
+    assert res.exit_code == 1                      # the gate still decides the status
+    assert len(list((tmp_path / "vex" / "csaf").glob("*.json"))) == 2
