@@ -13,7 +13,8 @@ import pytest
     ("0.32.0", "xxhash", "0", ("xxhash", True, True)),          # a known seed
     ("0.32.0", "sha256_cbor", "0", ("sha256_cbor", False, True)),
     (None, None, None, (None, None, False)),                    # no flag, no version: unknown
-    ("0.8.5", None, None, (None, None, False)),                 # older than every release read
+    ("0.8.5", None, None, ("builtin", True, False)),
+    ("0.8.4", None, None, (None, None, False)),                 # older than every release read
 ])
 def test_block_hash(version, flag, seed, want):
     from kvir.mechanisms.prefix_cache.cache_keys import block_hash
