@@ -62,7 +62,7 @@ def test_detect_unusable_options_exit_2(args):
 
 
 def test_vex_command(tmp_path):
-    deploy = ROOT / "tests" / "fixtures" / "deploy"
+    deploy = ROOT / "tests" / "preflight" / "fixtures"
     res = _kvir("vex", str(deploy / "k8s-sglang-pd.yaml"), "-o", str(tmp_path / "vex"))
     assert res.exit_code == 0, res.output
     assert len(list((tmp_path / "vex" / "csaf").glob("*.json"))) == 2 == len(list((tmp_path / "vex" / "openvex").glob("*.json")))

@@ -87,7 +87,7 @@ def test_sarif_is_valid_and_points_at_the_files(outputs):
     assert {"KVA001", "KVA015", "KVA016", "KVT001"} <= ids
     hit = next(r for r in run["results"] if r["ruleId"] == "KVA016")
     loc = hit["locations"][0]["physicalLocation"]
-    assert loc["artifactLocation"]["uri"] == "tests/fixtures/deploy/requirements.txt"
+    assert loc["artifactLocation"]["uri"] == "tests/preflight/fixtures/requirements.txt"
     assert loc["region"]["startLine"] == 2 and hit["kind"] == "fail" and hit["level"] == "error"
     unknown = [r for r in run["results"] if r["properties"]["status"] == "unknown"]
     assert unknown and all(r["kind"] == "open" and r["level"] == "none" for r in unknown)

