@@ -9,12 +9,10 @@ audit as they are. A YAML or JSON file that holds no launch, or cannot be read, 
 """
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
 
 from kvir.core.errors import InputError
 
