@@ -22,6 +22,9 @@
 --                 otherwise NULL: unknown, never assumed.
 --   pc_flag / pc_connector  prefix caching on or off as the start-up log sets it, and the cache connector
 --                 that adds a tier (NULL: not shown).
+--   hash_algo / load_failure_policy / env_hashseed / lmcache_version  vLLM's --prefix-caching-hash-algo and
+--                 kv_transfer_config kv_load_failure_policy, PYTHONHASHSEED, an LMCache version line (NULL: not shown),
+--                 each with the line it came from.
 -- Identical starts found in two files (a rotated copy) are kept once. Each registered mechanism's audit part
 -- then adds the columns it judges starts on (kvir.audit.plugin.AuditPart.start_columns).
 CREATE OR REPLACE TABLE node_configs AS
@@ -118,6 +121,14 @@ s0 AS (
         arg_max(a.pc_flag, a.line_no) FILTER (WHERE a.pc_flag IS NOT NULL) AS pc_flag,
         max(a.line_no) FILTER (WHERE a.pc_flag IS NOT NULL) AS pc_flag_line,
         arg_max(a.pc_connector, a.line_no) FILTER (WHERE a.pc_connector IS NOT NULL) AS pc_connector,
+        arg_max(a.hash_algo, a.line_no) FILTER (WHERE a.hash_algo IS NOT NULL) AS hash_algo,
+        max(a.line_no) FILTER (WHERE a.hash_algo IS NOT NULL) AS hash_algo_line,
+        arg_max(a.load_failure_policy, a.line_no) FILTER (WHERE a.load_failure_policy IS NOT NULL) AS load_failure_policy,
+        max(a.line_no) FILTER (WHERE a.load_failure_policy IS NOT NULL) AS load_failure_policy_line,
+        arg_max(a.env_hashseed, a.line_no) FILTER (WHERE a.env_hashseed IS NOT NULL) AS env_hashseed,
+        max(a.line_no) FILTER (WHERE a.env_hashseed IS NOT NULL) AS env_hashseed_line,
+        arg_min(a.lmcache_version, a.line_no) FILTER (WHERE a.lmcache_version IS NOT NULL) AS lmcache_version,
+        min(a.line_no) FILTER (WHERE a.lmcache_version IS NOT NULL) AS lmcache_version_line,
         -- environment, version, refusal
         arg_max(a.env_deferred, a.line_no) FILTER (WHERE a.env_deferred IS NOT NULL) AS env_deferred,
         max(a.line_no) FILTER (WHERE a.env_deferred IS NOT NULL) AS env_deferred_line,
@@ -308,6 +319,9 @@ SELECT
     k.env_source, k.sa_line AS server_args_line, k.sa_truncated AS server_args_truncated, k.sa_shape AS server_args_shape,
     k.dump_markers, len(k.sa_keys) AS dump_keys, list_sort(k.line_kinds) AS line_kinds, k.truncated_lines,
     k.pc_flag, k.pc_flag_line, k.pc_connector,
+    -- vLLM's block hash and KV-load failure policy, PYTHONHASHSEED, the LMCache release (NULL: not shown)
+    k.hash_algo, k.hash_algo_line, k.load_failure_policy, k.load_failure_policy_line, k.env_hashseed,
+    k.env_hashseed_line, k.lmcache_version, k.lmcache_version_line,
     -- the build (filled by kvir.audit.start_builds from kvir.rules.builds: audit/node_builds.sql)
     NULL::VARCHAR AS build, NULL::VARCHAR AS build_lo, NULL::VARCHAR AS build_hi, NULL::BOOLEAN AS build_open,
     NULL::VARCHAR AS build_evidence, NULL::VARCHAR AS over_long_outcome, NULL::BOOLEAN AS stub_transferred,

@@ -62,7 +62,7 @@ c7 AS (
     FROM c6
 )
 SELECT c7.* EXCLUDE (cfg_before, prev_marker_cfg, occ, sub, start0, cfg_in_start_after, last_start),
-    CASE WHEN c7.kind IN ('env', 'version', 'vllm_version', 'config', 'vllm_max_len') AND c7.cfg_in_start_after = 0 AND c7.start0 < c7.last_start THEN c7.start0 + 1
+    CASE WHEN c7.kind IN ('env', 'version', 'vllm_version', 'lmcache_version', 'config', 'vllm_max_len') AND c7.cfg_in_start_after = 0 AND c7.start0 < c7.last_start THEN c7.start0 + 1
          ELSE c7.start0 END AS start_no,
     c7.ts IS NULL AND c7.ts_text IS NULL AS ts_inherited,
     CASE WHEN c7.ts IS NOT NULL OR c7.ts_text IS NOT NULL THEN c7.ts

@@ -20,7 +20,7 @@ WITH raw AS (
 cand AS (   -- cheap scans first: request-log lines out, then one regex pass picks lines that could matter
     SELECT r.* FROM raw AS r
     WHERE CASE WHEN position('Finish: obj=' IN r.text) > 0 OR position('Receive: obj=' IN r.text) > 0 THEN false
-               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|DSV4 (?:memory calculation|pool sizes)|larger than the profiled value|exceeds the KV memory budget|Multimodal prompt is too long|exceeds the unified FULL/SWA|too many SWA KV tokens|(?i:^\s*(?:sglang|vllm)(?: version)?\s*:\s*v?\d)|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|No available memory for the cache blocks|leaving none for the KV cache|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|non-default args|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
+               ELSE regexp_matches(r.text, 'max_total_num_tokens|KV Cache is allocated|KV Cache VA upper bound|server_args=|DSV4 (?:memory calculation|pool sizes)|larger than the profiled value|exceeds the KV memory budget|Multimodal prompt is too long|exceeds the unified FULL/SWA|too many SWA KV tokens|(?i:^\s*(?:sglang|vllm|lmcache)(?: version)?\s*:\s*v?\d)|(?i:^\s*(?:vllm(?:[-_]cpu)?|lmcache)\s*==\s*\d)|PYTHONHASHSEED|(?i:hash[_-]algo|kv_load_failure_policy)|context_length \(|KV pool holds|chunk cache for decode server|[Ss][Gg][Ll][Aa][Nn][Gg] ?(?:version|==| v)|SGLANG_|HOSTNAME|KV cache size|Maximum concurrency for|blocks: |max seq len|No available memory for the cache blocks|leaving none for the KV cache|max model len|LLM engine|API server version|exceeds the maximum|KV checksum|kv_canary|\[canary\]|install_canary|Context corruption detected|transfer failed|fired up and ready|non-default args|(?i:context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens)') END
 ),
 p1 AS (     -- container-runtime stamp
     SELECT c.*,
@@ -62,6 +62,8 @@ kinds AS (
             WHEN regexp_matches(m.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v|:\s*)v?\d+\.\d+') THEN 'version'
             -- vLLM's collect_env (`vLLM Version : 0.10.1`) and pip lines (`vllm==0.10.1`): a version, not a start
             WHEN regexp_matches(m.msg, '^\s*(?i:vllm)(?:[-_]cpu)?(?:\s+(?i:version)\s*:\s*|\s*==\s*|:\s*)v?\d+\.\d+') THEN 'vllm_version'
+            -- an LMCache version (pip freeze `lmcache==0.5.2`, collect_env `LMCache version: 0.5.2`): its connector's build
+            WHEN regexp_matches(m.msg, '^\s*(?i:lmcache)(?:\s+(?i:version)\s*:?\s*|\s*==\s*|:\s*)v?\d+\.\d+') THEN 'lmcache_version'
             -- what memory allows (DeepSeek-V4's configurator, max_total_tokens above the profiled value): the pool
             -- is at most this (--max-total-tokens and pipeline parallelism can only lower it)
             WHEN regexp_matches(m.msg, '^DSV4 memory calculation: .*full_token=\d+\s*$') THEN 'pool_bound'
@@ -98,7 +100,7 @@ kinds AS (
             WHEN regexp_matches(m.msg, '^(?:export\s+|declare -x\s+|env:\s*|environment:\s*)?[A-Z_][A-Z0-9_]*=')
                  OR position('environ({' IN m.msg) > 0 THEN 'env'
             -- pasted configuration: `key=value` / `key: value` lines and launch command lines
-            WHEN regexp_matches(m.msg, '^\s*(?:- )?(?:--)?(?i:context[_-]length|context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|disaggregation[_-]enable[_-]kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens|served[_-]model[_-]name|tp[_-]size|tensor[_-]parallel[_-]size)\s*(?:[=:]\s*|\s+)\S')
+            WHEN regexp_matches(m.msg, '^\s*(?:- )?(?:--)?(?i:context[_-]length|context[_-]len|page[_-]size|disaggregation[_-]mode|kv[_-]canary|disaggregation[_-]enable[_-]kv[_-]checksum|max[_-]model[_-]len|block[_-]size|max[_-]total[_-]tokens|served[_-]model[_-]name|tp[_-]size|tensor[_-]parallel[_-]size|prefix[_-]caching[_-]hash[_-]algo)\s*(?:[=:]\s*|\s+)\S')
                  OR regexp_matches(m.msg, '(?:sglang\.launch_server|sglang serve|vllm serve|vllm\.entrypoints)\s')
                  -- vLLM's `non-default args: {...}` (the arguments the operator set, before the engine's banner)
                  OR regexp_matches(m.msg, '^non-default args: \{') THEN 'config'
@@ -229,6 +231,12 @@ SELECT
     CASE WHEN c.kind = 'env' THEN kva_env(c.msg, 'SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE') END AS env_deferred,
     CASE WHEN c.kind = 'env' THEN kva_env(c.msg, 'SGLANG_MOONCAKE_MAX_TRANSFER_BATCH_INDICES') END AS env_batch_cap,
     CASE WHEN c.kind = 'env' THEN nullif(kva_env(c.msg, 'HOSTNAME'), '') END AS env_hostname,
+    CASE WHEN c.kind = 'env' THEN kva_env(c.msg, 'PYTHONHASHSEED') END AS env_hashseed,
+    -- vLLM's block hash (of its cached blocks) and KV-load failure policy (a launch command, `non-default args`, the
+    -- kv_transfer_config JSON), and the LMCache release a version line names
+    CASE WHEN c.kind IN ('config', 'vllm_start') THEN lower(nullif(regexp_extract(c.msg, '(?i)prefix[_-]caching[_-]hash[_-]algo[''"]?\s*(?:[=:]\s*|\s+)[''"]?([a-z0-9_]+)', 1), '')) END AS hash_algo,
+    CASE WHEN c.kind IN ('config', 'vllm_start') THEN lower(nullif(regexp_extract(c.msg, '(?i)kv_load_failure_policy[''"]?\s*[=:]\s*[''"]?([a-z]+)', 1), '')) END AS load_failure_policy,
+    CASE WHEN c.kind = 'lmcache_version' THEN regexp_extract(c.msg, '(?i:lmcache)(?:\s+(?i:version)\s*:?\s*|\s*==\s*|:\s*)v?(\d+\.\d+[\w.+-]*)', 1) END AS lmcache_version,
     -- versions
     CASE WHEN c.kind = 'version' THEN regexp_extract(c.msg, '^(?i:sglang)(?: version:?\s*| ?== ?| v|:\s*)v?(\d+\.\d+[\w.+-]*)', 1)
          WHEN c.kind = 'vllm_version' THEN regexp_extract(c.msg, '(?i:vllm)(?:[-_]cpu)?(?:\s+(?i:version)\s*:\s*|\s*==\s*|:\s*)v?(\d+\.\d+[\w.+-]*)', 1)

@@ -90,9 +90,12 @@ def test_unknown_build_is_unknown_never_a_guess(tmp_path):
     assert c["version"] is None and c["prefix_caching"] is True      # the setting is in the log all the same
     assert c["salt_honoured"] is None and c["salt_accepted"] is None
     assert c["salt_basis"] == "unknown: no version or build in the start-up evidence"
-    f = one(r.findings)
+    f = one(r.findings, rule_id="KVA013")
     assert (f["rule_id"], f["status"]) == ("KVA013", "unknown")
     assert "unknown: no version" in f["message"]
+    # the block hash of an unknown release with no --prefix-caching-hash-algo is unknown too (KVA015)
+    assert set(r.findings["rule_id"]) == {"KVA013", "KVA015"}
+    assert one(r.findings, rule_id="KVA015")["status"] == "unknown"
 
 
 def test_release_without_a_salt_fails(tmp_path):
@@ -100,9 +103,13 @@ def test_release_without_a_salt_fails(tmp_path):
     r = audit([log], incident=spec(tmp_path, "gateway-salt"))
     c = one(r.node_configs)
     assert (c["version"], c["salt_accepted"], c["salt_honoured"]) == ("0.8.5", False, False)
-    f = one(r.findings)
+    f = one(r.findings, rule_id="KVA013")
     assert (f["rule_id"], f["status"], f["severity"]) == ("KVA013", "fail", "high")
     assert "takes no cache_salt" in f["message"]
+    # 0.8.5 also names its blocks with Python's builtin hash() by default (KVA015, read in its wheel)
+    assert set(r.findings["rule_id"]) == {"KVA013", "KVA015"}
+    h = one(r.findings, rule_id="KVA015")
+    assert (h["status"], h["severity"]) == ("fail", "high") and "builtin" in h["message"]
 
 
 def test_sglang_lmcache_tier_drops_the_salt(tmp_path):

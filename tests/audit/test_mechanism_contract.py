@@ -70,3 +70,31 @@ def test_node_configs_has_every_mechanisms_columns_whatever_the_incident(results
         for row in next(iter(results.values())).node_configs.to_dict("records"):
             settings = part.start_settings(row)
             assert all(isinstance(label, str) and label for label, _ in settings)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_signals_are_typed_and_their_correlations_name_its_own_lines(name):
+    from kvir.audit.signals import LEVELS, Signals
+
+    sig = audit_part(name).signals
+    assert isinstance(sig, Signals)
+    ids = [s.signal_id for s in sig.lines]
+    assert len(ids) == len(set(ids)) and all(s.level in LEVELS and s.source for s in sig.lines)
+    assert all(set(c.signals) <= set(ids) for c in sig.correlations)
+    assert sig.lines or sig.notes                        # a mechanism without lines says why
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_configuration_answers_every_start(results, name):
+    """What a VEX statement asks of each start: runs the defect's triggering configuration, or not (with a VEX
+    justification), or unknown; never an answer without its reason."""
+    from kvir.audit.signals import Configuration
+
+    justifications = {"component_not_present", "vulnerable_code_not_present", "vulnerable_code_not_in_execute_path",
+                      "vulnerable_code_cannot_be_controlled_by_adversary", "inline_mitigations_already_exist"}
+    starts = results[name].node_configs.to_dict("records")
+    assert starts
+    for start in starts:
+        c = audit_part(name).configuration(start)
+        assert isinstance(c, Configuration) and c.runs in (True, False, None) and c.because
+        assert (c.justification in justifications) if c.runs is False else c.justification is None

@@ -303,11 +303,13 @@ def _empty_parsed(con: duckdb.DuckDBPyConnection, log: QueryLog) -> None:
 
 def run_audit(con: duckdb.DuckDBPyConnection, paths: list[str | Path], *, inventory: str | Path | Inventory | None,
               source_tz: str | None, year: int | None, log: QueryLog, reporter=None,
-              require_clock: bool = False, mechanism: Mechanism | None = None, params: Any = None) -> list[FilePlan]:
+              require_clock: bool = False, mechanism: Mechanism | None = None, params: Any = None,
+              every_mechanism: bool = False) -> list[FilePlan]:
     """Parse every file and derive the audit tables on `con` (macros.sql already loaded). require_clock:
     refuse host-local times without a zone (kvir triage --startup joins them with request times).
     mechanism: the incident's (kvir.spec.mechanism; None: the default): findings come from its audit part
-    alone, judged with `params`, the incident's typed section of it (None: not declared)."""
+    alone, judged with `params`, the incident's typed section of it (None: not declared). every_mechanism
+    (kvir preflight): every registered mechanism inserts its findings, the incident's with `params`."""
     inv = inventory if isinstance(inventory, Inventory) or inventory is None else load_inventory(inventory)
     plans = plan_files(paths, inv, source_tz, year)
     run(con, "audit/macros", log=log)
@@ -327,7 +329,9 @@ def run_audit(con: duckdb.DuckDBPyConnection, paths: list[str | Path], *, invent
         part.annotate(con, log)
     for name in SHARED_QUERIES:
         run(con, name, log=log)
-    (mechanism or default()).part("audit").findings(con, params, log)
+    chosen = mechanism or default()
+    for name, part in (audit_parts().items() if every_mechanism else [(chosen.name, chosen.part("audit"))]):
+        part.findings(con, params if name == chosen.name else None, log)
     for name in LAST_QUERIES:
         run(con, name, log=log)
     _refuse_unrecognised(con, plans)

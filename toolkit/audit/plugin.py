@@ -12,7 +12,11 @@ The audit runs in three steps, and a mechanism joins two of them:
                judges each start on. node_configs therefore has the same columns whatever the incident's
                mechanism, so a case audited once serves any report.
     findings   the INCIDENT's mechanism alone inserts its rules' findings (one row per failed or
-               undecidable check); another mechanism's rules add nothing.
+               undecidable check); another mechanism's rules add nothing (kvir preflight runs every
+               mechanism's: a deployment is checked against every mechanism before it serves).
+
+Beside the three steps: `signals` (the lines and counters kvir detect turns into rules) and `configuration`
+(what a per-deployment VEX statement says of a start).
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from typing import Any, Protocol
 import duckdb
 
 from kvir.audit.rules import Rule
+from kvir.audit.signals import Configuration, Signals
 from kvir.core.sql import QueryLog
 from kvir.spec.mechanism import mechanism, mechanisms
 
@@ -30,6 +35,7 @@ class AuditPart(Protocol):
 
     rules: tuple[Rule, ...]          # its rules (ids unique across mechanisms; each .mechanism its name)
     start_columns: tuple[str, ...]   # the node_configs columns `annotate` adds (none: it adds none)
+    signals: Signals                 # what the engines print and count when its path is taken (kvir detect)
 
     def annotate(self, con: duckdb.DuckDBPyConnection, log: QueryLog) -> None:
         """Add `start_columns` to node_configs and fill them, one value per start (NULL: unknown)."""
@@ -41,6 +47,10 @@ class AuditPart(Protocol):
     def start_settings(self, start: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
         """(label, value) of what `kvir audit`'s table shows of one node start (a node_configs row) for this
         mechanism; True / False / None are shown on / off / ?."""
+
+    def configuration(self, start: dict[str, Any]) -> Configuration:
+        """Whether one node start (a node_configs row) runs the configuration in which this mechanism's defect
+        can be triggered (a VEX statement's known_affected vs not_affected, with its justification)."""
 
 
 def audit_part(name: str | None) -> AuditPart:

@@ -61,10 +61,11 @@ def _iso(ts: Any) -> str | None:
     return ts.isoformat().replace("+00:00", "Z") if hasattr(ts, "isoformat") else str(ts)
 
 
-def to_sarif(result) -> dict[str, Any]:
+def to_sarif(result, rules=None) -> dict[str, Any]:
+    """`rules`: the rules to describe (default: every registered mechanism's; kvir preflight adds its own)."""
     from kvir import __version__
 
-    every = all_rules()            # every registered mechanism's rules: a finding of any is described
+    every = tuple(rules) if rules is not None else all_rules()   # a finding of any of them is described
     rule_index = {r.rule_id: i for i, r in enumerate(every)}
     rules = [{
         "id": r.rule_id,

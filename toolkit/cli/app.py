@@ -31,8 +31,9 @@ def _main(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 # Importing a command module is cheap: heavy imports (torch, matplotlib) happen inside the commands.
 from kvir.cli import audit, confirm, demo, ingest, present, probe, replay, report, serve, triage  # noqa: E402
+from kvir.cli import detect, preflight, vex  # noqa: E402
 
-for _module in (triage, ingest, audit, confirm, replay, report, demo, probe, serve):
+for _module in (triage, ingest, audit, confirm, replay, report, demo, probe, serve, preflight, vex, detect):
     _module.register(app)
 install(app)
 

@@ -84,6 +84,7 @@ def probe_command(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result as JSON to this file.")] = None,
     sarif: Annotated[Optional[Path], typer.Option("--sarif", help="Write the findings as SARIF 2.1.0 to this file.")] = None,
     case: Annotated[Optional[Path], typer.Option("--case", help="Record the run, its requests and findings in this case folder.")] = None,
+    metrics: Annotated[Optional[Path], typer.Option("--metrics", help="Write the verdicts as Prometheus metrics (textfile collector format, atomically) to this file.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No plan, progress or tables on stderr.")] = False,
 ) -> None:
     from kvir.cli.present.probe import ProgressBar, print_result
@@ -107,9 +108,13 @@ def probe_command(
         output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     if sarif is not None:
         sarif.write_text(json.dumps(result.to_sarif(), indent=2, default=str) + "\n")
+    if metrics is not None and not dry_run:
+        from kvir.probe.metrics import write_metrics
+
+        write_metrics(result, metrics)
     if not quiet and not dry_run:
         print_result(result)
-        for what, p in (("JSON", output), ("SARIF", sarif), ("case", case)):
+        for what, p in (("JSON", output), ("SARIF", sarif), ("metrics", metrics), ("case", case)):
             if p is not None:
                 say(f"{what}:", str(p))
     if as_json:

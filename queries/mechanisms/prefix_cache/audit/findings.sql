@@ -10,6 +10,11 @@
 --   KVA014  prefix caching on and what isolates tenants is the caller's own salt (isolation "salt": a
 --           tenant can send another's salt), nothing ("none"), or not stated ("unknown"); a gateway that sets
 --           the salt per tenant ("gateway-salt") passes.
+--   KVA015  vLLM with prefix caching on names its blocks with a hash that is not collision resistant (builtin,
+--           64-bit SHA-256, xxHash; high when PYTHONHASHSEED puts the seed in the environment or the hash is
+--           builtin); unknown when neither the flag nor the release is in the evidence.
+--   KVA016  the engine and its LMCache connector are a release pair known to restore the wrong KV; unknown
+--           when the LMCache release is not in the evidence (whether or not vLLM's own prefix cache is on).
 INSERT INTO findings BY NAME
 WITH c AS (
     SELECT n.* REPLACE (coalesce(n.pc_flag_line, n.evidence_line) AS evidence_line),
@@ -37,7 +42,22 @@ r014 AS (
             ELSE format('{} node {}: {}; what isolates tenants is not stated (incident.toml [prefix_cache] isolation = "unknown" or no spec): unknown whether a gateway sets the {} per tenant', c.engine, c.node, c.pc_text, $salt_field) END AS message
     FROM c WHERE $isolation <> 'gateway-salt'
 ),
-allf AS (SELECT * FROM r013 UNION ALL BY NAME SELECT * FROM r014)
+r015 AS (
+    SELECT 'KVA015' AS rule_id, CASE WHEN c.block_hash_weak AND c.prefix_caching THEN 'fail' ELSE 'unknown' END AS status,
+        CASE WHEN c.block_hash_seed_known OR c.block_hash = 'builtin' THEN 'high' ELSE 'medium' END AS severity,
+        c.* REPLACE (coalesce(c.hash_algo_line, c.evidence_line) AS evidence_line),
+        CASE WHEN c.block_hash_weak THEN format('{} node {}: {}; blocks are named by {}: a tenant who makes a prompt collide with another''s cached block is served that block''s KV', c.engine, c.node, c.pc_text, c.block_hash_basis)
+             ELSE format('{} node {}: {}; the block hash is {}', c.engine, c.node, c.pc_text, c.block_hash_basis) END AS message
+    FROM c WHERE c.engine = 'vllm' AND c.block_hash_weak IS DISTINCT FROM false
+),
+r016 AS (
+    SELECT 'KVA016' AS rule_id, CASE WHEN n.connector_pair_corrupts THEN 'fail' ELSE 'unknown' END AS status,
+        'high' AS severity, n.* REPLACE (coalesce(n.lmcache_version_line, n.evidence_line) AS evidence_line),
+        format('{} node {}: connector {}: {}', n.engine, n.node, n.pc_connector, n.connector_pair_basis) AS message
+    FROM node_configs AS n WHERE n.connector_pair_basis IS NOT NULL AND n.connector_pair_corrupts IS DISTINCT FROM false
+),
+allf AS (SELECT * FROM r013 UNION ALL BY NAME SELECT * FROM r014 UNION ALL BY NAME SELECT * FROM r015
+         UNION ALL BY NAME SELECT * FROM r016)
 SELECT f.rule_id, f.severity, f.node, f.role, f.ts, ru.title, f.message, ru.fix, f.evidence_file, f.evidence_line,
     f.status, ru.name AS rule_name, f.engine, f.version, f.deployment, f.config_id, f.is_current,
     NULL AS related_node, NULL AS related_evidence,
