@@ -56,7 +56,8 @@ def _assumptions(r: Row, f: float, limits, steps: int) -> str:
              "never scaled.")
     if f != 1.0:
         scale += (f" The decode attention (--scale {f:g}) ran over 1 in {every_for(f)} pages of each response's prompt "
-                  f"range after the pages its decode steps read, so attention masses are those of that sample.")
+                  f"range after the pages its decode steps read, so attention masses, and the owners the causal check "
+                  f"takes by them, are those of that sample.")
     extra = "" if not r.notes else " " + " ".join(n.rstrip(".") + "." for n in r.notes)
     build = f"{r.production.name}, {r.build_source}" if r.production else "not determined"
     return ASSUMPTIONS.format(free_list=FREE_LIST, steps=steps, limits=lim, scale=scale, extra=extra, build=build)
