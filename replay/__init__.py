@@ -28,7 +28,8 @@ One role per module:
                  block; run_through_cache re-runs requests through one and says whose blocks each hit
     prefill, transfer, decode, pd_pair   the workers (page-granular transfer) and the pair that joins them
     attribution  one target under several builds, attribution, the causal sentinel check
-    history      node history from the case's logs; scaling that keeps admission decisions
+    history      node history from the case's logs (lengths and limits as logged)
+    sample       --scale: the decode attention over a sample of a row's pages (attribution stays full size)
     segment      one decode node's segment replayed, each request under its production build
     pd_rows      replay_results rows of a prefill/decode replay: verdicts, owners, assumptions
     device, progress   the torch device and threads of a replay; its progress bar

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from kvir.replay.ledger import Registry
 from kvir.replay.pd_pair import PDPair
 from kvir.replay.policy import Policy
 from kvir.replay.request import Outcome, ReplayRequest
@@ -89,19 +90,19 @@ def replay_target(pair: PDPair, req: ReplayRequest, production: Policy, others: 
     return TargetResult(production, outcomes, causal)
 
 
-def foreign_token_runs(out: Outcome, pair: PDPair) -> dict[int, list[int]]:
-    """Output tokens that reproduce a foreign writer's token (the recall model's visible leak), by writer."""
+def foreign_token_runs(out: Outcome, registry: Registry) -> dict[int, list[int]]:
+    """Output tokens that reproduce a foreign writer's token (the recall model's visible leak), by writer
+    (uids of the pair's registry)."""
     runs: dict[int, list[int]] = {}
-    me = pair.registry.get(out.rid)
+    me = registry.get(out.rid)
     for rec in out.steps:
         if rec.top_writer >= 0 and rec.top_writer != me and rec.token == rec.top_token:
             runs.setdefault(rec.top_writer, []).append(rec.token)
     return runs
 
 
-def exposure_rows(out: Outcome, pair: PDPair) -> list[dict]:
+def exposure_rows(out: Outcome, reg: Registry) -> list[dict]:
     """One row per foreign owner: request, account, tokens, positions, mass (replay_results.foreign_owners)."""
-    reg = pair.registry
     return [{"request_id": reg.rid(o.uid), "account_id": reg.account(o.uid), "tokens": o.tokens,
              "first_token": o.first_token, "last_token": o.last_token, "attention_mass": float(o.attention_mass)}
             for o in out.owners]

@@ -9,6 +9,9 @@
                     attend over positions [0, prompt_len + t) through the paged kernel. Positions the
                     transfer never filled are attended all the same: whatever their last writer left.
 
+The attention of a decode step runs over the row's page table, or with `every` > 1 over a sample of its pages
+(sample.py: --scale shrinks this numeric part only); the ledger's attribution always covers the whole row.
+
 Row layout of a request on this node (page_size P, prompt length L, n outputs):
 
     [0, transferred)        written by the transfer (this request's own KV)
@@ -27,6 +30,7 @@ from kvir.replay.models import ReplayModel
 from kvir.replay.node import KVNode
 from kvir.replay.page_table import PageTable
 from kvir.replay.request import StepRecord
+from kvir.replay.sample import head_pages, sampled_table
 
 
 @dataclass
@@ -40,12 +44,16 @@ class DecodeState:
     foreign_reads: int = 0                         # check failures the kernel still read (count mode)
     masked: int = 0                                # check failures the kernel masked
     steps: list[StepRecord] = field(default_factory=list)
-    writers: tuple[np.ndarray, np.ndarray] | None = None   # (unique writers, inverse) of the prompt range
+    writers: tuple[np.ndarray, np.ndarray] | None = None   # (unique writers, inverse) of the attended prompt range
+    attended_prompt: int = 0                       # positions of the prompt range the attention covers
 
 
 class DecodeWorker:
-    def __init__(self, node: KVNode, model: ReplayModel, impl: str = "auto"):
-        self.node, self.model, self.impl = node, model, impl
+    def __init__(self, node: KVNode, model: ReplayModel, impl: str = "auto", every: int = 1):
+        """every: attend 1 in `every` pages of a row beyond its head (sample.py); 1: the whole row."""
+        if every < 1:
+            raise ValueError("every must be at least 1")
+        self.node, self.model, self.impl, self.every = node, model, impl, every
         self.live: dict[int, DecodeState] = {}
 
     # ------------------------------------------------------------------ intake
@@ -94,6 +102,26 @@ class DecodeWorker:
                          torch.tensor([(st.seq_len - 1) % self.node.page_size + 1], device=st.pages_t.device),
                          self.node.page_size)
 
+    def attended(self, st: DecodeState, head: int) -> tuple[PageTable, np.ndarray | None]:
+        """The table a decode step attends (sample.py) and the real position of each of its positions
+        (None: the row's own table, positions 0..seq_len-1)."""
+        if self.every == 1:
+            return self.table(st), None
+        if st.pages_t is None or st.pages_t.numel() != st.pages.size:
+            st.pages_t = torch.as_tensor(st.pages, dtype=torch.int64, device=self.node.pool.device)
+        return sampled_table(st.pages_t, st.seq_len, st.prompt_len, self.node.page_size, head, self.every)
+
+    def foreign_in_row(self, st: DecodeState, check: OwnerCheck, mode: str) -> int:
+        """Slots of the whole row failing the owner/epoch check (the canary's count when the attention is
+        sampled); raise mode raises on the first, as the kernel would."""
+        table = self.table(st)
+        ok = owned_mask(check, table, 0)
+        n_bad = 0 if ok is None else int(ok.numel() - int(ok.sum()))
+        if n_bad and mode == "raise":
+            pages = torch.unique(table.slots(0)[~ok] // self.node.page_size).tolist()
+            raise IsolationViolation(0, st.uid, n_bad, pages)
+        return n_bad
+
     def teacher_force(self, st: DecodeState, tokens_all: np.ndarray, start: int, step: int) -> None:
         """Write the KV of tokens_all[start:] at positions [start, len(tokens_all)) (no kernel call)."""
         end = int(tokens_all.size)
@@ -116,6 +144,7 @@ class DecodeWorker:
         owners = torch.tensor([st.uid], dtype=torch.int64, device=pool.device)
         check = None if check_mode is None else OwnerCheck(pool.page_owner, pool.page_epoch, pool.slot_stamp, owners, check_mode,
                                                         pool.page_fresh)
+        head = head_pages(n_steps, self.node.page_size)
         for t in range(1, n_steps + 1):
             step = next_step()
             pos = st.seq_len
@@ -129,7 +158,8 @@ class DecodeWorker:
             s_np = slot.cpu().numpy()
             ledger.on_write(s_np, st.uid, np.array([pos], dtype=np.int32), np.array([token_in], dtype=np.int32),
                             step, self.node.alloc.epoch)
-            table = self.table(st)
+            table, real = self.attended(st, head)
+            row_bad = self.foreign_in_row(st, check, check_mode) if (check is not None and real is not None) else None
             keep = owned_mask(check, table, 0) if (attribution and check_mode == "mask") else None
             layer_p: list[torch.Tensor] = []
 
@@ -142,7 +172,7 @@ class DecodeWorker:
                 res: AttentionOutput = paged_decode_attention(qb, kc, vc, table, self.model.sm_scale, check=check,
                                                               pos_query=pqb, impl=self.impl)
                 if check is not None and layer == 0:
-                    n_bad = int(res.foreign[0])
+                    n_bad = int(res.foreign[0]) if row_bad is None else row_bad
                     if check_mode == "mask":
                         st.masked = max(st.masked, n_bad)
                     else:
@@ -155,22 +185,25 @@ class DecodeWorker:
             d = self.model.decode_step(token_in, pos, t, attend)
             outs.append(d.token)
             if attribution:
-                if st.writers is None:      # the prompt range's writers do not change while decoding
-                    w = ledger.writer[self.node.slots(st.pages, 0, st.prompt_len).cpu().numpy()]
-                    st.writers = np.unique(w, return_inverse=True)
-                st.steps.append(self._record(st, t, d.token, torch.stack(layer_p).mean(0).numpy(), table))
+                st.steps.append(self._record(st, t, d.token, torch.stack(layer_p).mean(0).numpy(), table, real))
         return outs
 
-    def _record(self, st: DecodeState, t: int, token: int, p: np.ndarray, table: PageTable) -> StepRecord:
-        L = st.prompt_len
-        assert st.writers is not None
+    def _record(self, st: DecodeState, t: int, token: int, p: np.ndarray, table: PageTable,
+                real: np.ndarray | None) -> StepRecord:
+        """The step's softmax mass per writer of the attended slots, and its most attended slot."""
+        slots = table.slots(0).cpu().numpy()
+        if st.writers is None:          # the prompt range's writers do not change while decoding
+            st.attended_prompt = st.prompt_len if real is None else int((real < st.prompt_len).sum())
+            st.writers = np.unique(self.node.ledger.writer[slots[: st.attended_prompt]], return_inverse=True)
+        L = st.attended_prompt
         uniq, inv = st.writers
         m = np.bincount(inv, weights=p[:L], minlength=uniq.size)
         mass = {int(u): float(x) for u, x in zip(uniq.tolist(), m.tolist())}
         mass[st.uid] = mass.get(st.uid, 0.0) + float(p[L:].sum())
         j = int(np.argmax(p))
-        slot = int(self.node.slots(st.pages, j, 1)[0])
-        return StepRecord(t, token, j, int(self.node.ledger.writer[slot]), int(self.node.ledger.token[slot]), mass)
+        slot = int(slots[j])
+        return StepRecord(t, token, j if real is None else int(real[j]), int(self.node.ledger.writer[slot]),
+                          int(self.node.ledger.token[slot]), mass)
 
 
 __all__ = ["DecodeState", "DecodeWorker", "IsolationViolation"]

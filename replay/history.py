@@ -12,8 +12,8 @@ the affected request over whatever the model placed in its pages.
 
 Limits come from node_configs (the audit stage's start-up log parse: pool, context, page size per node
 start) when the case has it, else from the pool and context the incident declares (one prefill pool and
-context for every node; the decode pool and page size are then assumptions, stated in the results). Scaling shrinks every length
-by one factor and keeps every admission decision (scale_length).
+context for every node; the decode pool and page size are then assumptions, stated in the results). Lengths
+and limits are the logged ones, never scaled (segment.py says why).
 """
 from __future__ import annotations
 
@@ -127,43 +127,6 @@ def _int(v) -> int | None:
         return int(v)
     except (TypeError, ValueError):
         return None
-
-
-# ------------------------------------------------------------------------------------------- scaling
-
-def scale_limits(lim: NodeLimits, f: float) -> NodeLimits:
-    """Pool and context times f; the page size is a granularity and is kept (pool stays whole pages)."""
-    if f == 1.0:
-        return lim
-    P = lim.page_size
-    pool = max(P * 2, int(lim.pool_tokens * f) // P * P)
-    ctx = max(16, int(round(lim.context_len * f)))
-    return NodeLimits(pool, ctx, P, lim.allow_auto_truncate, lim.source)
-
-
-def thresholds(pre: NodeLimits, dec: NodeLimits) -> list[int]:
-    """Every T the engine compares a prompt length with as `len >= T`."""
-    return [pre.context_len, pre.max_req_input_len, pre.pool_tokens + 1, dec.max_req_input_len, dec.pool_tokens + 1]
-
-
-def scale_length(n: int, orig: list[int], scaled: list[int], f: float) -> int:
-    """n times f, moved within the cell of thresholds n falls in so that `n >= T` keeps its answer for
-    every threshold (orig[i] maps to scaled[i]). Lengths between two thresholds stay between them."""
-    if f == 1.0 or n <= 0:
-        return n
-    pairs = sorted(set(zip(orig, scaled)))
-    lo_o, lo_s, hi_s = 0, 1, None
-    for o, s in pairs:
-        if n >= o:
-            lo_o, lo_s = o, s
-        else:
-            hi_s = s if hi_s is None else min(hi_s, s)
-    base = lo_s + int((n - lo_o) * f) if lo_o else max(1, int(round(n * f)))
-    if lo_o:
-        base = max(base, lo_s)
-    if hi_s is not None:
-        base = min(base, hi_s - 1)
-    return max(1, base)
 
 
 # ------------------------------------------------------------------------------------------- segments

@@ -39,11 +39,13 @@ LEAKING = BUILD_POLICIES[next(iter(BUILD_POLICIES))]     # the first row: the in
 class PDPair:
     def __init__(self, config: PairConfig, model: ReplayModel, *, device: str | torch.device = "cpu",
                  fill: FreedPageFill = FreedPageFill(), checksum: str = "off", canary: str = "off",
-                 fault: Fault | None = None, impl: str = "auto", hash_on_free: bool = False):
+                 fault: Fault | None = None, impl: str = "auto", hash_on_free: bool = False, attention_every: int = 1):
         """checksum: off | log (verify and report) | enforce (a mismatch aborts with 500), on builds that have
         --disaggregation-enable-kv-checksum; canary: off | log (report reads of slots the request did not
         write) | raise (abort with 500), on builds that have --kv-canary. A policy whose builds lack the flag
-        runs without it and says so (Outcome.checksum / canary = 'not in this build')."""
+        runs without it and says so (Outcome.checksum / canary = 'not in this build'). attention_every: decode
+        attention over 1 in that many pages of a row beyond its head (kvir.replay.sample; 1: the whole row),
+        which changes no page, ledger entry or foreign owner, only the attention arithmetic."""
         if checksum not in ("off", "log", "enforce") or canary not in ("off", "log", "raise"):
             raise ValueError("checksum is off|log|enforce and canary off|log|raise")
         self.config, self.model, self.device = config, model, torch.device(device)
@@ -52,7 +54,7 @@ class PDPair:
         self.prefill_node = KVNode("prefill", config.prefill, model.dims, self.device, config.free_list, fill, hash_on_free)
         self.decode_node = KVNode("decode", config.decode, model.dims, self.device, config.free_list, fill, hash_on_free)
         self.prefill = PrefillWorker(self.prefill_node, model)
-        self.decode = DecodeWorker(self.decode_node, model, impl)
+        self.decode = DecodeWorker(self.decode_node, model, impl, attention_every)
         self.transfer = KVTransfer(config.transfer_batch_cap, checksum != "off", fault)
         self.step = 0
         self.check_every_step = False      # tests: check_integrity() before every step

@@ -10,6 +10,7 @@ from kvir.replay.attribution import exposure_rows, foreign_token_runs
 from kvir.replay.policy import Policy
 from kvir.replay.request import Outcome
 from kvir.replay.results import EXPOSURE_SCHEMA, SCHEMA
+from kvir.replay.sample import every_for
 from kvir.replay.segment import FREE_LIST, Row, Settings
 
 ASSUMPTIONS = (
@@ -51,8 +52,12 @@ def verdict(o: Outcome | None, why: str) -> tuple[str, str]:
 
 def _assumptions(r: Row, f: float, limits, steps: int) -> str:
     lim = "; ".join(sorted(limits.used) + sorted(limits.assumed)) or "none found"
-    scale = "" if f == 1.0 else (f" Every length (prompts, responses, pools, contexts) was scaled by {f:g}, keeping "
-                                 f"each admission decision; the page size was not scaled.")
+    scale = (" Every request ran at its logged lengths on its nodes' own pools: placement and attribution are "
+             "never scaled.")
+    if f != 1.0:
+        scale += (f" The decode attention (--scale {f:g}) ran over 1 in {every_for(f)} pages of each response's prompt "
+                  f"range after the pages its decode steps read, so attention masses, and the owners the causal check "
+                  f"takes by them, are those of that sample.")
     extra = "" if not r.notes else " " + " ".join(n.rstrip(".") + "." for n in r.notes)
     build = f"{r.production.name}, {r.build_source}" if r.production else "not determined"
     return ASSUMPTIONS.format(free_list=FREE_LIST, steps=steps, limits=lim, scale=scale, extra=extra, build=build)
@@ -79,11 +84,11 @@ def tables(rows: dict[str, Row], cfg: Settings, device: str, show_text: bool, li
 def _attributed(r: Row, p: Policy, o: Outcome | None, production: bool) -> tuple[list[dict], list[dict], int | None]:
     """The foreign owners a build's outcome attended, the causal checks (production build only) and how many
     of the response's tokens were recalled from foreign slots."""
-    if o is None or r.pair is None:
+    if o is None or r.registry is None:
         return [], [], None
-    reg = r.pair.registry
-    owners = exposure_rows(o, r.pair)
-    recalled = sum(len(t) for t in foreign_token_runs(o, r.pair).values())
+    reg = r.registry
+    owners = exposure_rows(o, reg)
+    recalled = sum(len(t) for t in foreign_token_runs(o, reg).values())
     causal = [{"request_id": reg.rid(c.owner), "slots": c.slots, "changed_tokens": c.changed_tokens,
                "first_changed": c.first_changed} for c in r.result.causal] if production and r.result else []
     return owners, causal, recalled
@@ -101,7 +106,7 @@ def _row(r: Row, p: Policy, o: Outcome | None, prod: Policy, cfg: Settings, owne
         "http_status": o.http_status if o else None, "stage": o.stage if o else None, "foreign_owners": owners,
         "uninitialised_mass": o.uninitialised_mass if o else None,
         "leaked_tokens": sum(w["tokens"] for w in owners) if o else None,
-        "carried_tokens": o.carried_foreign if o else None, "scale": f,
+        "carried_tokens": o.carried_foreign if o else None, "scale": f, "attribution_scale": 1.0,
         "assumptions": _assumptions(r, f, limits, cfg.max_steps), "device": device, "seed": 0, "reason": why,
         "prefill_tokens": o.prefill_tokens if o else None, "transferred_pages": o.transferred_pages if o else None,
         "replayed_prompt_tokens": r.replayed_prompt, "completion_tokens": _i(t.completion_tokens),

@@ -32,7 +32,7 @@ class ReplayOptions:
     without a paged-KV pair has no device, scale or builds) and says what it ran in its summary."""
 
     limit: int | None                   # at most this many affected responses (oldest first); None: all
-    scale: float                        # every length times this, in (0, 1]
+    scale: float                        # the numeric part's, in (0, 1] (never whose data: kvir.replay.sample)
     device: str                         # auto | cpu | cuda
     threads: int | None                 # torch intra-op threads while the replay runs (None: torch's setting)
     canary: bool

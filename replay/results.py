@@ -1,7 +1,10 @@
 """replay_results and replay_exposure, the replay stage's contract: one row per affected response and build
 replayed, and whose data reached whom (under each response's incident build). Every mechanism's replay part
 returns rows of these schemas (kvir.replay.plugin); the stage writes them (queries/replay/write_*.sql) and
-exports them. Columns a mechanism's replay has no value for are NULL.
+exports them. Columns a mechanism's replay has no value for are NULL. `scale` is the numeric part's (a paged-KV
+replay's decode attention over a sample of pages); `attribution_scale` the one whose page placement named the
+foreign owners: 1 (full size) for every replay since issue 39; in a case replayed before, the column is
+missing and its `scale` shrank the placement too.
 
 Verdicts (per row):
     exposed           HTTP 200 and the response read KV other requests wrote (their ids, accounts, ranges)
@@ -37,6 +40,7 @@ SCHEMA = pa.schema([
     ("evidence", pa.string()), ("checksum", pa.string()), ("canary", pa.string()), ("model", pa.string()),
     ("response_tokens", pa.list_(pa.int64())),
     ("cached_tokens", pa.int64()),          # a replay through a block cache: the prompt tokens it got cached
+    ("attribution_scale", pa.float64()),    # the lengths the foreign owners were placed at (1: logged, full size)
 ])
 EXPOSURE_SCHEMA = pa.schema([("source_account_id", pa.string()), ("source_request_id", pa.string()),
                              ("reader_request_id", pa.string()), ("reader_account_id", pa.string()),

@@ -1,7 +1,7 @@
 """`kvir replay`: re-run every affected response of a case the way its exposure mechanism works, and say whose
 data each one read.
 
-    run = kvir.replay.replay_case(case_dir, limit=20, scale=0.01, builds=["incident", "0.5.20", "kvir-proposal"])
+    run = kvir.replay.replay_case(case_dir, limit=20, scale=1 / 64, builds=["incident", "0.5.20", "kvir-proposal"])
     run.results      # replay_results as pandas: one row per response and build (verdict, status, owners)
     run.exposure     # replay_exposure: whose data reached whom (under each response's incident build)
 
@@ -46,7 +46,8 @@ def replay_case(case_or_path: Case | str | Path, limit: int | None = None, devic
                 checksum: bool = False, scale: float | None = None, show_text: bool = False, progress: bool = False,
                 *, builds: Sequence[str] | None = None, max_decode_steps: int = MAX_DECODE_STEPS,
                 causal_top: int = CAUSAL_TOP, threads: int | None = 1) -> ReplayRun:
-    """Replay the case's affected responses (see module docstring). `scale` in (0, 1] shrinks every length.
+    """Replay the case's affected responses (see module docstring). `scale` in (0, 1] shrinks the decode
+    attention of a paged-KV replay (kvir.replay.sample); whose data a response read is always worked out at full size.
     threads: torch intra-op threads on CPU while a paged-KV replay runs (None keeps torch's setting)."""
     options = _options(limit, device, canary, checksum, scale, show_text, progress, builds, max_decode_steps,
                        causal_top, threads)

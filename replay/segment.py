@@ -6,6 +6,12 @@ The production build of a request is the build its prefill node ran; which one t
 when the logs do not decide it, is the caller's (Settings.production: the mechanism's replay part reads it
 from the audit's node_configs). Every request of the segment runs under its production policy, so the pages
 later requests find are the ones production left.
+
+Placement is never scaled: every request runs at its logged lengths on the nodes' own pools (their page size,
+their rounding to whole pages, SGLang's free list), because whose pages a response reads depends on all of them
+(a scaled pool rounds each request up to whole pages of the unscaled size, and the free list then hands out
+other pages). Settings.scale shrinks only the numeric part: the decode attention over a sample of each row's
+pages (kvir.replay.sample).
 """
 from __future__ import annotations
 
@@ -18,11 +24,13 @@ import torch
 
 from kvir.replay.attribution import TargetResult, can_admit, replay_target
 from kvir.replay.config import NodeLimits, PairConfig
-from kvir.replay.history import LimitsSource, LoggedRequest, Segment, scale_length, scale_limits, thresholds
+from kvir.replay.history import LimitsSource, LoggedRequest, Segment
+from kvir.replay.ledger import Registry
 from kvir.replay.models import RecallModel
 from kvir.replay.pd_pair import PDPair
 from kvir.replay.policy import Policy
 from kvir.replay.request import ReplayRequest
+from kvir.replay.sample import every_for
 
 FREE_LIST = "sglang-pd"
 
@@ -37,7 +45,7 @@ class Row:
     target: pd.Series
     reason: str = ""
     result: TargetResult | None = None
-    pair: PDPair | None = None
+    registry: Registry | None = None    # the segment's request uids (its pair's pools are freed after it)
     history: int = 0
     replayed_prompt: int | None = None
     limits_source: str = ""
@@ -49,7 +57,7 @@ class Row:
 
 @dataclass
 class Settings:
-    scale: float
+    scale: float                         # the numeric part's (decode attention over 1 in 1/scale pages), never placement
     device: torch.device
     checksum: bool
     canary: bool
@@ -70,20 +78,17 @@ def replay_segment(seg: Segment, rows: dict[str, Row], limits: LimitsSource, mod
 
 def _plan(seg: Segment, rows: dict[str, Row], limits: LimitsSource,
           cfg: Settings) -> tuple[dict[str, ReplayRequest], dict[str, Policy], NodeLimits]:
-    """Each logged request as the pair runs it (lengths scaled, limits of its prefill node) and its production
-    policy, and the largest prefill pool among them; the affected ones' rows say what was replayed and under
-    which build."""
-    dec_o = seg.limits
-    dec = scale_limits(dec_o, cfg.scale)
+    """Each logged request as the pair runs it (its logged lengths, the limits of its prefill node) and its
+    production policy, and the largest prefill pool among them; the affected ones' rows say what was replayed
+    and under which build."""
+    dec = seg.limits
     reqs: dict[str, ReplayRequest] = {}
     policies: dict[str, Policy] = {}
     pre_max: NodeLimits | None = None
     for lr in seg.requests:
         pre_o = limits.at(lr.prefill_node, "prefill", lr.ts)
-        pre = scale_limits(NodeLimits(pre_o.pool_tokens, pre_o.context_len, dec_o.page_size, source=pre_o.source),
-                           cfg.scale)
-        L = scale_length(lr.prompt_tokens, thresholds(pre_o, dec_o), thresholds(pre, dec), cfg.scale)
-        reqs[lr.request_id] = ReplayRequest(lr.request_id, L, _completion(lr, rows, cfg), lr.account_id,
+        pre = NodeLimits(pre_o.pool_tokens, pre_o.context_len, dec.page_size, source=pre_o.source)
+        reqs[lr.request_id] = ReplayRequest(lr.request_id, lr.prompt_tokens, _completion(lr, rows, cfg), lr.account_id,
                                             decode_steps=cfg.max_steps if lr.is_target else 0, prefill_limits=pre)
         prod, why, assumed = cfg.production(lr.prefill_node, lr.ts)
         policies[lr.request_id] = prod
@@ -91,8 +96,8 @@ def _plan(seg: Segment, rows: dict[str, Row], limits: LimitsSource,
             pre_max = pre
         if lr.is_target and lr.request_id in rows:
             row = rows[lr.request_id]
-            row.replayed_prompt = L
-            row.limits_source = f"decode {dec_o.source or 'assumed'}; prefill {pre_o.source or 'assumed'}"
+            row.replayed_prompt = lr.prompt_tokens
+            row.limits_source = f"decode {dec.source or 'assumed'}; prefill {pre_o.source or 'assumed'}"
             row.production, row.build_source, row.build_assumed = prod, why, assumed
             if assumed:
                 row.notes.append(why)
@@ -101,29 +106,25 @@ def _plan(seg: Segment, rows: dict[str, Row], limits: LimitsSource,
 
 
 def _completion(lr: LoggedRequest, rows: dict[str, Row], cfg: Settings) -> int:
-    """The response length replayed: scaled, but a target decodes at least its kernel steps."""
-    if lr.completion_tokens < 0:      # a target without a logged response length: the usual steps
+    """The response length replayed: the logged one; a target without one decodes its usual steps."""
+    if lr.completion_tokens < 0:
         if lr.request_id in rows:
             rows[lr.request_id].notes.append(f"its response length is not in the logs: {cfg.max_steps} decode "
                                               f"steps were replayed")
         return cfg.max_steps + 1
-    c = lr.completion_tokens
-    if cfg.scale != 1.0 and c != 0:
-        c = max(1, int(round(c * cfg.scale)))
-    if lr.is_target:                  # scaling shrinks the KV footprint, not the steps
-        c = max(c, min(lr.completion_tokens, cfg.max_steps + 1))
-    return c
+    return lr.completion_tokens
 
 
 def _pair_for(seg: Segment, reqs: dict[str, ReplayRequest], pre_max: NodeLimits, cfg: Settings,
               model: RecallModel) -> PDPair:
-    dec = scale_limits(seg.limits, cfg.scale)
+    dec = seg.limits
     # the prefill pool only ever holds one request (it is freed after each transfer): context-sized storage
     ctx_pages = -(-max(r.prefill_limits.context_len for r in reqs.values()) // dec.page_size)
     storage = NodeLimits(max(dec.page_size, min(pre_max.pool_tokens, ctx_pages * dec.page_size)), pre_max.context_len,
                          dec.page_size)
     return PDPair(PairConfig(prefill=storage, decode=dec, free_list=FREE_LIST), model, device=cfg.device,
-                  checksum="log" if cfg.checksum else "off", canary="log" if cfg.canary else "off")
+                  checksum="log" if cfg.checksum else "off", canary="log" if cfg.canary else "off",
+                  attention_every=every_for(cfg.scale))
 
 
 class _SegmentRun:
@@ -167,7 +168,7 @@ class _SegmentRun:
         if row is not None and rid in self.targets:
             row.history = self.served_before
             row.notes = self.notes + row.notes
-            row.pair = self.pair
+            row.registry = self.pair.registry
             if self.served_before == 0:
                 row.reason = (f"no earlier request on decode node {self.seg.node} in the logs: what its pages held "
                               f"is unknown")

@@ -48,6 +48,7 @@ SELECT
     CAST(r.canary AS VARCHAR) AS canary,
     CAST(r.model AS VARCHAR) AS model,
     CAST(r.response_tokens AS BIGINT[]) AS response_tokens,
-    CAST(r.cached_tokens AS BIGINT) AS cached_tokens      -- a replay through a block cache: the tokens it got cached
+    CAST(r.cached_tokens AS BIGINT) AS cached_tokens,     -- a replay through a block cache: the tokens it got cached
+    CAST(r.attribution_scale AS DOUBLE) AS attribution_scale  -- the placement's scale (1: full size); scale: the attention's
 FROM __rows__ AS r
 ORDER BY r.request_id, CASE r.build_role WHEN 'incident' THEN 0 WHEN 'compared' THEN 1 ELSE 2 END, r.build

@@ -81,7 +81,7 @@ def test_recall_model_returns_the_source_tokens_on_the_leaking_build_and_400_on_
     assert out.tokens[0] == 0                                   # the prefill's first token: the stub's
     assert out.tokens[1:] == expected_tokens("req-A", 513, 11)  # then A's prompt from the stub's prefill page
     assert locate(np.array(out.tokens[1:]), "req-A", 600, 1 << 16) == 513   # traceable without the ledger
-    assert foreign_token_runs(out, e) == {e.registry.get("req-A"): expected_tokens("req-A", 513, 11)}
+    assert foreign_token_runs(out, e.registry) == {e.registry.get("req-A"): expected_tokens("req-A", 513, 11)}
 
 
 def test_negative_control_without_the_overwrite_names_the_first_writer():

@@ -1,41 +1,12 @@
-"""Node history from logged rows: limits in effect, restarts, skipped rows, and scaling that keeps every
-admission decision."""
+"""Node history from logged rows: limits in effect, restarts, skipped rows. (Lengths are never scaled: the
+scale-invariance of attribution is tests/replay/test_scale_invariance.py's.)"""
 from __future__ import annotations
 
-import itertools
-
 import pandas as pd
-import pytest
 
-from kvir.replay.config import NodeLimits
-from kvir.replay.history import LimitsSource, build_segments, scale_length, scale_limits, thresholds
+from kvir.replay.history import LimitsSource, build_segments
 
 INCIDENT = {"pool_tokens": 681_280, "context_tokens": 1_048_576}   # the pool and context the spec declares
-
-
-def decisions(L: int, pre: NodeLimits, dec: NodeLimits) -> tuple[bool, ...]:
-    return tuple(L >= T for T in thresholds(pre, dec))
-
-
-@pytest.mark.parametrize("f", [0.5, 0.1, 1 / 64, 0.01, 0.003])
-def test_scaling_keeps_every_admission_decision(f):
-    pre, dec = NodeLimits(681_280, 1_048_576, 64), NodeLimits(1_310_720, 1_048_576, 64)
-    pre_s, dec_s = scale_limits(pre, f), scale_limits(dec, f)
-    lengths = [1, 16, 4000, 681_273, 681_274, 681_275, 681_280, 681_281, 900_000, 1_048_569, 1_048_570,
-               1_048_575, 1_048_576, 1_048_577, 1_310_720, 1_310_721, 2_000_000]
-    for L in lengths:
-        Ls = scale_length(L, thresholds(pre, dec), thresholds(pre_s, dec_s), f)
-        assert decisions(L, pre, dec) == decisions(Ls, pre_s, dec_s), (L, Ls)
-    # monotone and shrunk
-    scaled = [scale_length(L, thresholds(pre, dec), thresholds(pre_s, dec_s), f) for L in lengths]
-    assert scaled == sorted(scaled) and scaled[-1] < 2_000_000 * f + 64
-
-
-def test_scale_limits_keeps_the_page_size():
-    s = scale_limits(NodeLimits(681_280, 1_048_576, 64), 0.01)
-    assert (s.pool_tokens, s.context_len, s.page_size) == (6784, 10486, 64)
-    assert s.max_req_input_len == 6778
-    assert scale_limits(NodeLimits(640, 4096, 16), 1.0) == NodeLimits(640, 4096, 16)
 
 
 def _configs():
@@ -96,10 +67,3 @@ def test_build_segments_orders_skips_and_splits_at_restarts():
     ev = segs[0].events()
     # releases (order 0) before arrivals (order 1) at one instant; a request without an end right after its arrival
     assert [(k, rid) for _, k, rid in ev] == [(1, "a"), (1, "b"), (0, "b"), (0, "a"), (1, "n"), (2, "n")]
-
-
-def test_no_threshold_cell_is_empty_at_reasonable_scales():
-    pre, dec = NodeLimits(681_280, 1_048_576, 64), NodeLimits(2_097_152, 1_048_576, 64)
-    for f in (1 / 64, 0.01):
-        ts = sorted(thresholds(scale_limits(pre, f), scale_limits(dec, f)))
-        assert all(a < b for a, b in itertools.pairwise(ts))

@@ -235,14 +235,26 @@ def test_same_case_same_results(case_dir, run):
     assert again.exposure.equals(run.exposure)
 
 
-def test_scaled_run_keeps_the_verdicts(case_dir):
+def test_scaled_run_keeps_whose_data_and_the_verdicts(case_dir, run):
+    """--scale shrinks the decode attention only (1 in 2 pages here): the hand-worked placement, the owners'
+    counts, the recalled tokens and the causal check are the full-size run's."""
     from kvir.replay import replay_case
 
-    half = replay_case(case_dir, scale=0.5)
+    half = replay_case(case_dir, scale=0.5, show_text=True)
     inc = half.results[half.results.build_role == "incident"]
     assert dict(zip(inc.request_id, inc.verdict)) == {"f": "inconclusive", "g": "inconclusive", "v": "exposed"}
     v = rows_of(half.results, "v")["sglang-0.5.19"]
-    assert v.scale == 0.5 and v.replayed_prompt_tokens < 700 and "scaled by 0.5" in v.assumptions
+    assert (v.scale, v.attribution_scale, v.replayed_prompt_tokens) == (0.5, 1.0, 700)
+    assert "never scaled" in v.assumptions and "1 in 2 pages" in v.assumptions
+    owners = [(o["request_id"], o["account_id"], o["tokens"], o["first_token"], o["last_token"]) for o in v.foreign_owners]
+    assert owners == [("h1", "acct-h1", 518, 16, 518), ("h2", "acct-h2", 172, 0, 171)]
+    assert (v.leaked_tokens, v.carried_tokens, v.uninitialised_tokens, v.history_requests) == (690, 15, 9, 2)
+    assert list(v.response_tokens)[1:] == expected_tokens("h1", 401, 11) and v.recalled_tokens == 11
+    assert [c["request_id"] for c in v.causal] == ["h1", "h2"] and [c["changed_tokens"] for c in v.causal] == [11, 0]
+    cols = ["source_account_id", "source_request_id", "reader_request_id", "reader_account_id", "build", "tokens"]
+    key = ["source_request_id"]
+    assert half.exposure.sort_values(key)[cols].values.tolist() == run.exposure.sort_values(key)[cols].values.tolist()
+    replay_case(case_dir)                                                     # leave the case as the fixture made it
 
 
 def test_show_text_stores_the_response_tokens(case_dir):

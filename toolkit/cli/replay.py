@@ -40,7 +40,7 @@ def replay_command(
     device: Annotated[str, typer.Option("--device", help="auto, cpu or cuda.")] = "auto",
     canary: Annotated[bool, typer.Option("--canary", help="Also verify, per decode step, that a request reads only slots it wrote (like --kv-canary log; builds from 0.5.13).")] = False,
     checksum: Annotated[bool, typer.Option("--checksum", help="Digest the sent KV pages and verify them at receive (like --disaggregation-enable-kv-checksum; builds from 0.5.21).")] = False,
-    scale: Annotated[Optional[float], typer.Option("--scale", help="Shrink every length (prompts, responses, pools, contexts) by this factor in (0, 1], keeping each admission decision.")] = None,
+    scale: Annotated[Optional[float], typer.Option("--scale", help="Shrink the decode attention to 1 in 1/FACTOR pages of each response (FACTOR in (0, 1]); whose data each response read is always worked out at full size.")] = None,
     show_text: Annotated[bool, typer.Option("--show-text", help="Print and store the replayed response token ids (synthetic stand-ins for leaked text).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or tables on stderr.")] = False,

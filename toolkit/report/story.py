@@ -54,6 +54,12 @@ class Story(ABC):
 
     # ---------------------------------------------------------------- what every mechanism says alike
     @property
+    def replay_scope(self) -> str:
+        """What the documents' replay figures cover: how many of the affected responses were replayed, and
+        whether whose data each read was worked out at full size ('' where the mechanism says nothing)."""
+        return ""
+
+    @property
     def engine_label(self) -> str:
         return self.engine.engine.label
 

@@ -94,6 +94,10 @@ def _replay_counts(r: Any, case_dir: Path) -> dict[str, Any]:
         if not case.has("replay_results"):
             return {}
         verdicts = dict(case.con.execute("SELECT verdict, count(*) FROM replay_results GROUP BY 1").fetchall())
+        replayed, affected = case.con.execute("SELECT (SELECT count(DISTINCT request_id) FROM replay_results), "
+                                              "(SELECT count(*) FROM affected)").fetchone()
         sources = case.con.execute("SELECT count(DISTINCT source_account_id) FROM replay_exposure").fetchone()[0] \
             if case.has("replay_exposure") else None
-    return {"verdicts": verdicts, "source_accounts": sources}
+    # the sources are those of the responses replayed (worked out at full size whatever the scale: issue 39)
+    return {"replayed": f"{replayed:,} of {affected:,} (the first, by time)", "verdicts": verdicts,
+            "source_accounts": sources}

@@ -11,7 +11,7 @@ def print_replay(run, *, show_text: bool = False) -> None:
     from kvir.replay.results import VERDICTS
 
     s = run.summary
-    note = f"scale {s['scale']:g}" + (" (every length shrunk)" if s["scale"] != 1 else " (full size)")
+    note = "full size" if s["scale"] == 1 else f"full size, attention scale {s['scale']:g}"
     builds = sorted(s.get("builds", {}))
     stderr.print(table(f"kvir replay: {s['replayed']} affected response(s), {note}, {s['device']}",
                        ("verdict", *[(b, "right") for b in builds]),

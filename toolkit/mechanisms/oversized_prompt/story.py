@@ -21,6 +21,7 @@ DATA_EXPOSED = (
 @dataclass(frozen=True, kw_only=True)
 class OversizedPromptStory(Story):
     trigger: Trigger               # the stored rule, bound to the engine the case names
+    replay_scope: str = ""         # what the replay's figures cover (report.replay_scope)
 
     defect_role = "let these responses carry other requests' data"
 
